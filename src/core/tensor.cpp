@@ -1,0 +1,121 @@
+#include "core/tensor.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace octet {
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  auto b = std::make_shared<Buffer>();
+  b->storage_.assign(bytes, 0);
+  b->data_ = b->storage_.data();
+  b->size_ = bytes;
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::borrow(const uint8_t* data, size_t bytes,
+                                       std::shared_ptr<const void> owner) {
+  auto b = std::make_shared<Buffer>();
+  b->data_ = data;
+  b->size_ = bytes;
+  b->owner_ = std::move(owner);
+  return b;
+}
+
+uint8_t* Buffer::mutable_data() {
+  OCTET_ASSERT(owns_memory(), "write to a borrowed (mapped) buffer");
+  return storage_.data();
+}
+
+int64_t shape_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  for (int64_t d : shape_)
+    if (d < 0) fail("tensor shape ", shape_to_string(shape_), " has a negative dimension");
+  buffer_ = Buffer::allocate(dtype_storage_bytes(dtype_, numel()));
+  if (dtype_ == DType::String) strings_.assign(static_cast<size_t>(numel()), "");
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape, std::shared_ptr<Buffer> buffer)
+    : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(buffer)) {
+  size_t expected = dtype_storage_bytes(dtype_, numel());
+  size_t got = buffer_ ? buffer_->size() : 0;
+  if (got != expected)
+    fail("tensor ", describe(), " needs ", expected, " bytes but its data has ", got);
+}
+
+Tensor Tensor::strings(std::vector<int64_t> shape, std::vector<std::string> values) {
+  Tensor t;
+  t.dtype_ = DType::String;
+  t.shape_ = std::move(shape);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    fail("string tensor ", shape_to_string(t.shape_), " given ", values.size(), " values");
+  t.strings_ = std::move(values);
+  t.buffer_ = Buffer::allocate(0);
+  return t;
+}
+
+int64_t Tensor::numel() const { return shape_numel(shape_); }
+
+void Tensor::check_access(DType requested) const {
+  if (requested != dtype_)
+    fail("internal error: tensor ", describe(), " read as ", dtype_name(requested));
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel()));
+  const uint8_t* p = raw();
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (dtype_) {
+      case DType::Int64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[i] = v; break; }
+      case DType::Int32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
+      case DType::Int16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); out[i] = v; break; }
+      case DType::UInt16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[i] = v; break; }
+      case DType::UInt32: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
+      case DType::UInt64: { uint64_t v; std::memcpy(&v, p + 8 * i, 8); out[i] = static_cast<int64_t>(v); break; }
+      case DType::Int8: out[i] = static_cast<int8_t>(p[i]); break;
+      case DType::UInt8: case DType::Bool: out[i] = p[i]; break;
+      default: fail("tensor ", describe(), " is not an integer tensor");
+    }
+  }
+  return out;
+}
+
+std::vector<float> Tensor::to_float_vector() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  const uint8_t* p = raw();
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (dtype_) {
+      case DType::Float32: std::memcpy(&out[i], p + 4 * i, 4); break;
+      case DType::Float64: { double v; std::memcpy(&v, p + 8 * i, 8); out[i] = static_cast<float>(v); break; }
+      case DType::Float16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[i] = half_to_float(v); break; }
+      case DType::BFloat16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[i] = bfloat16_to_float(v); break; }
+      default: {
+        if (!dtype_is_integer(dtype_) && dtype_ != DType::Bool)
+          fail("tensor ", describe(), " cannot be read as float32");
+        if (dtype_bits(dtype_) < 8) fail("tensor ", describe(), ": sub-byte types need unpacking");
+        return [&] {
+          auto ints = to_int64_vector();
+          return std::vector<float>(ints.begin(), ints.end());
+        }();
+      }
+    }
+  }
+  return out;
+}
+
+std::string Tensor::describe() const { return dtype_name(dtype_) + shape_to_string(shape_); }
+
+}  // namespace octet

@@ -1,0 +1,15 @@
+// Each op family registers its ops in one function; registry.cpp calls them all.
+// Adding a family: declare it here, define it in its own file, call it in registry.cpp.
+#pragma once
+
+namespace octet {
+
+class OpRegistry;
+
+void register_elementwise_ops(OpRegistry& r);   // unary/binary/variadic math, logic, Cast, Where
+void register_reduce_norm_ops(OpRegistry& r);   // Softmax, reductions, LayerNorm/RMSNorm, CumSum, Trilu
+void register_shape_ops(OpRegistry& r);         // Shape, Reshape, Concat, Slice, Gather, ...
+void register_linalg_ops(OpRegistry& r);        // MatMul, Gemm, Conv, Einsum
+void register_quant_ops(OpRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
+
+}  // namespace octet

@@ -22,6 +22,10 @@ Writes three small, randomly initialised (fixed seed) models:
   input   input_ids int64 [batch, seq]
   output  logits float [batch, seq, 1000]
 
+Next to each model, ``<model>_data/test_data_set_0/{input,output}_<i>.pb``
+holds torch's own outputs for fixed inputs (serialized onnx.TensorProto, the
+onnx backend-test layout) at shapes different from the trace shapes.
+
 All exports use opset 17, ``do_constant_folding=True`` and dynamic axes named
 ``batch`` / ``seq``.  The graphs are deliberately NOT simplified: the
 Shape/Gather/Unsqueeze/Concat/Reshape chains, ConstantOfShape, Where, Trilu,
@@ -300,6 +304,25 @@ class GPT2Tiny(nn.Module):
 # export driver
 # ----------------------------------------------------------------------------
 
+def _randomize_norms_and_biases(model, seed):
+    """Give LayerNorm gamma/beta and zero-initialised biases random values.
+
+    Freshly initialised modules have gamma == 1, beta == 0 and (GPT-2 Conv1D,
+    nn.MultiheadAttention) zero biases; a reference output computed from such
+    weights cannot detect an importer that drops a bias or swaps gamma/beta.
+    nn.MultiheadAttention is deliberately left alone: its all-zero in_proj /
+    out_proj biases keep the exporter's dedup-identical-initializers quirk
+    (shared initializer + Identity nodes) visible in vit_tiny.onnx.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.add_(0.1 * torch.randn(m.weight.shape, generator=g))
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
+            elif isinstance(m, Conv1D):
+                m.bias.copy_(0.02 * torch.randn(m.bias.shape, generator=g))
+
 def _write_reference(model, args, path, input_names, output_names):
     """Store torch's own outputs for ``args`` in the ONNX backend-test layout.
 
@@ -354,6 +377,7 @@ def _bert_inputs(g, batch, seq):
 def export_bert(out_dir):
     torch.manual_seed(SEED)
     model = BertTiny()
+    _randomize_norms_and_biases(model, SEED + 10)
     g = torch.Generator().manual_seed(SEED + 1)
     trace_args = _bert_inputs(g, 2, 8)
     ref_args = _bert_inputs(g, 2, 16)
@@ -369,6 +393,7 @@ def export_bert(out_dir):
 def export_vit(out_dir):
     torch.manual_seed(SEED)
     model = ViTTiny()
+    _randomize_norms_and_biases(model, SEED + 20)
     g = torch.Generator().manual_seed(SEED + 2)
     size = (3, VIT_CFG["image"], VIT_CFG["image"])
     trace_args = (torch.randn(2, *size, generator=g),)
@@ -382,6 +407,7 @@ def export_vit(out_dir):
 def export_gpt2(out_dir):
     torch.manual_seed(SEED)
     model = GPT2Tiny()
+    _randomize_norms_and_biases(model, SEED + 30)
     g = torch.Generator().manual_seed(SEED + 3)
     trace_args = (torch.randint(0, GPT2_CFG["vocab"], (2, 8), generator=g),)
     ref_args = (torch.randint(0, GPT2_CFG["vocab"], (2, 16), generator=g),)

@@ -1,0 +1,14 @@
+// Reference kernel families; kernel_registry.cpp calls each. One file per family.
+#pragma once
+
+namespace octet {
+
+class KernelRegistry;
+
+void register_ref_elementwise(KernelRegistry& r);   // unary/binary/variadic math, logic, Cast, Where
+void register_ref_reduce_norm(KernelRegistry& r);   // Softmax, reductions, LayerNorm/RMSNorm, CumSum, Trilu
+void register_ref_shape(KernelRegistry& r);         // Shape, Reshape, Concat, Slice, Gather, Constant, ...
+void register_ref_linalg(KernelRegistry& r);        // MatMul, Gemm, Conv, Einsum
+void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
+
+}  // namespace octet

@@ -48,11 +48,36 @@ std::optional<Dim> div_value(const Dim& a, const Dim& b) {
 std::optional<Dim> mod_value(const Dim& a, const Dim& b) {
   auto cb = b.constant();
   if (cb && *cb == 0) return std::nullopt;
+  if (cb && *cb == -1) return Dim(0);  // also keeps INT64_MIN % -1 from overflowing
   return Dim::mod(a, b);
 }
 
-// Compares two values when their difference is a known constant; nullopt otherwise.
-std::optional<int64_t> known_difference(const Dim& a, const Dim& b) { return (a - b).constant(); }
+// Constants are computed with overflow checks (a wrapped value would be a wrong shape);
+// symbolic values are small polynomials over dims.
+template <bool (*Checked)(int64_t, int64_t, int64_t*), Dim (*Symbolic)(const Dim&, const Dim&)>
+std::optional<Dim> arith_value(const Dim& a, const Dim& b) {
+  auto ca = a.constant(), cb = b.constant();
+  if (!ca || !cb) return Symbolic(a, b);
+  int64_t r;
+  if (Checked(*ca, *cb, &r)) return std::nullopt;
+  return Dim(r);
+}
+bool add_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }
+bool sub_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }
+bool mul_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
+Dim add_dims(const Dim& a, const Dim& b) { return a + b; }
+Dim sub_dims(const Dim& a, const Dim& b) { return a - b; }
+Dim mul_dims(const Dim& a, const Dim& b) { return a * b; }
+constexpr auto add_value = arith_value<add_overflows, add_dims>;
+constexpr auto sub_value = arith_value<sub_overflows, sub_dims>;
+constexpr auto mul_value = arith_value<mul_overflows, mul_dims>;
+
+// a - b when it is a known constant (both constant, or the same symbolic terms).
+std::optional<int64_t> known_difference(const Dim& a, const Dim& b) {
+  auto ca = a.constant(), cb = b.constant();
+  if (ca && cb) return *ca < *cb ? -1 : (*ca > *cb ? 1 : 0);  // only the sign is used
+  return (a - b).constant();
+}
 
 // ---------------------------------------------------------------- shared shapes of rules
 
@@ -69,10 +94,6 @@ template <std::optional<Dim> (*Fn)(const Dim&, const Dim&)>
 void with_values(InferContext& ctx) {
   propagate_values(ctx, {0, 1}, [](const Dims& v) { return Fn(v[0], v[1]); });
 }
-
-std::optional<Dim> add_value(const Dim& a, const Dim& b) { return a + b; }
-std::optional<Dim> sub_value(const Dim& a, const Dim& b) { return a - b; }
-std::optional<Dim> mul_value(const Dim& a, const Dim& b) { return a * b; }
 
 void infer_add(InferContext& ctx) { binary(ctx, is_numeric_type, kNumericTypes); with_values<add_value>(ctx); }
 void infer_sub(InferContext& ctx) { binary(ctx, is_numeric_type, kNumericTypes); with_values<sub_value>(ctx); }

@@ -2,6 +2,8 @@
 // CastLike and Clip. Output shape is the input's; the element type follows the op's
 // ONNX type constraint. Identity, Neg, Abs, Cast, CastLike and Clip carry the symbolic
 // contents of shape tensors.
+#include <limits>
+
 #include "ops/math_helpers.h"
 
 namespace octet::math {
@@ -37,14 +39,17 @@ void infer_identity(InferContext& ctx) {
 void infer_neg(InferContext& ctx) {
   require_type(ctx, 0, is_signed_numeric, kSignedTypes);
   same_as_input(ctx);
-  propagate_values(ctx, {0}, [](const std::vector<Dim>& v) -> std::optional<Dim> { return -v[0]; });
+  propagate_values(ctx, {0}, [](const std::vector<Dim>& v) -> std::optional<Dim> {
+    if (v[0] == Dim(std::numeric_limits<int64_t>::min())) return std::nullopt;  // wraps
+    return -v[0];
+  });
 }
 
 void infer_abs(InferContext& ctx) {
   numeric_unary(ctx);
   propagate_values(ctx, {0}, [](const std::vector<Dim>& v) -> std::optional<Dim> {
     auto c = v[0].constant();
-    if (!c) return std::nullopt;  // |seq - 1| has no polynomial form
+    if (!c || *c == std::numeric_limits<int64_t>::min()) return std::nullopt;  // |seq - 1|: no polynomial
     return Dim(*c < 0 ? -*c : *c);
   });
 }

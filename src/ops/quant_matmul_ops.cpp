@@ -100,7 +100,13 @@ void infer_conv_integer(InferContext& ctx) {
       ctx.fail("output channels ", *cm, " are not divisible by group ", group);
     kernel.assign(w->begin() + 2, w->end());
   }
-  if (!kernel_attr.empty()) kernel.assign(kernel_attr.begin(), kernel_attr.end());
+  if (!kernel_attr.empty()) {
+    for (size_t i = 0; i < kernel.size(); ++i)
+      if (known_differ(kernel[i], kernel_attr[i]))
+        ctx.fail("kernel_shape ", dims_to_string(DimVector(kernel_attr.begin(), kernel_attr.end())),
+                 " disagrees with ", describe_input(ctx, 1));
+    kernel.assign(kernel_attr.begin(), kernel_attr.end());
+  }
 
   DimVector out = {(*x)[0], m};
   if (kernel.empty()) {

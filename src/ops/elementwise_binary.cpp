@@ -72,11 +72,14 @@ constexpr auto add_value = arith_value<add_overflows, add_dims>;
 constexpr auto sub_value = arith_value<sub_overflows, sub_dims>;
 constexpr auto mul_value = arith_value<mul_overflows, mul_dims>;
 
-// a - b when it is a known constant (both constant, or the same symbolic terms).
-std::optional<int64_t> known_difference(const Dim& a, const Dim& b) {
+// The sign of a - b when it is known: both constant (compared directly, no overflow), or
+// the symbolic terms cancel (seq + 1 vs seq).
+std::optional<int64_t> difference_sign(const Dim& a, const Dim& b) {
   auto ca = a.constant(), cb = b.constant();
-  if (ca && cb) return *ca < *cb ? -1 : (*ca > *cb ? 1 : 0);  // only the sign is used
-  return (a - b).constant();
+  if (ca && cb) return *ca < *cb ? -1 : (*ca > *cb ? 1 : 0);
+  auto d = (a - b).constant();
+  if (!d) return std::nullopt;
+  return *d < 0 ? -1 : (*d > 0 ? 1 : 0);
 }
 
 // ---------------------------------------------------------------- shared shapes of rules
@@ -131,7 +134,7 @@ void infer_prelu(InferContext& ctx) {
 
 template <bool (*Decide)(int64_t diff)>
 std::optional<Dim> compare_value(const Dim& a, const Dim& b) {
-  auto diff = known_difference(a, b);
+  auto diff = difference_sign(a, b);
   if (!diff) return std::nullopt;
   return Dim(Decide(*diff) ? 1 : 0);
 }

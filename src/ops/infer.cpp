@@ -44,6 +44,9 @@ void infer_node(Node& node, std::vector<std::string>* warnings) {
   // not declared in the file) leaves this node's outputs as they are.
   for (const Value* in : node.inputs())
     if (in && !in->type.known()) return;
+  // A re-inferred node must not keep values its rule no longer derives.
+  for (Value* out : node.outputs())
+    if (out) out->known_values.reset();
   InferContext ctx(node, warnings);
   def->infer(ctx);
 }

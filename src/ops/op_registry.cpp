@@ -66,6 +66,8 @@ int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank) {
 
 void OpRegistry::add(OpDef def) {
   auto key = std::make_pair(def.domain, def.op_type);
+  // Two families claiming one op would make the winner depend on registration order.
+  OCTET_ASSERT(!ops_.count(key), "op ", def.domain, "::", def.op_type, " registered twice");
   ops_[key] = std::move(def);
 }
 

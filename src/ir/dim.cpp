@@ -139,6 +139,30 @@ struct DimAlgebra {
   }
 
   static const std::vector<Dim::Term>& terms(const Dim& d) { return d.terms_; }
+
+  // The atom when `d` is exactly one atom (a symbol or an op) with coefficient and exponent 1.
+  static const DimAtom* sole_atom(const Dim& d) {
+    if (d.terms_.size() != 1 || d.terms_[0].coef != 1 || d.terms_[0].factors.size() != 1) return nullptr;
+    const Dim::Factor& f = d.terms_[0].factors[0];
+    return f.exponent == 1 ? f.atom.get() : nullptr;
+  }
+
+  // Absorption, exact for all values: max(a, min(a, x)) = a, max(a, max(a, x)) = max(a, x),
+  // and the same with max and min swapped. Keeps broadcasting seq against the sliced
+  // min(seq, 128) of a position buffer from growing max(min(128, seq), seq).
+  static std::optional<Dim> absorb(DimAtom::Kind kind, const Dim& a, const Dim& b) {
+    const DimAtom::Kind dual = kind == DimAtom::Kind::Max ? DimAtom::Kind::Min : DimAtom::Kind::Max;
+    for (int side = 0; side < 2; ++side) {
+      const Dim& plain = side ? b : a;
+      const Dim& other = side ? a : b;
+      const DimAtom* atom = sole_atom(other);
+      if (!atom || (atom->kind != DimAtom::Kind::Max && atom->kind != DimAtom::Kind::Min)) continue;
+      if (atom->args[0] != plain && atom->args[1] != plain) continue;
+      if (atom->kind == dual) return plain;
+      if (atom->kind == kind) return other;
+    }
+    return std::nullopt;
+  }
 };
 
 Dim::Dim(int64_t value) {
@@ -210,6 +234,7 @@ Dim Dim::max(const Dim& a, const Dim& b) {
   auto ca = a.constant(), cb = b.constant();
   if (ca && cb) return std::max(*ca, *cb);
   if (a == b) return a;
+  if (auto r = DimAlgebra::absorb(DimAtom::Kind::Max, a, b)) return *r;
   return DimAlgebra::make_op(DimAtom::Kind::Max, a, b);
 }
 
@@ -217,6 +242,7 @@ Dim Dim::min(const Dim& a, const Dim& b) {
   auto ca = a.constant(), cb = b.constant();
   if (ca && cb) return std::min(*ca, *cb);
   if (a == b) return a;
+  if (auto r = DimAlgebra::absorb(DimAtom::Kind::Min, a, b)) return *r;
   return DimAlgebra::make_op(DimAtom::Kind::Min, a, b);
 }
 

@@ -58,6 +58,20 @@ TEST(Dim, MaxMinAreCommutativeAndFold) {
   EXPECT_EQ(Dim::min(a, b).evaluate({{"a", 2}, {"b", 9}}), 2);
 }
 
+TEST(Dim, MaxMinAbsorb) {
+  Dim seq = Dim::symbol("seq"), x = Dim::symbol("x");
+  Dim clipped = Dim::min(seq, 128);  // a position buffer sliced to seq
+  EXPECT_EQ(Dim::max(seq, clipped), seq);
+  EXPECT_EQ(Dim::max(clipped, seq), seq);
+  EXPECT_EQ(broadcast_dim(seq, clipped), seq);
+  EXPECT_EQ(Dim::min(seq, Dim::max(seq, x)), seq);
+  EXPECT_EQ(Dim::max(seq, Dim::max(x, seq)), Dim::max(seq, x));
+  EXPECT_EQ(Dim::min(Dim::min(seq, x), x), Dim::min(seq, x));
+  // Not an absorption: the plain dim is not an operand.
+  EXPECT_NE(Dim::max(x, clipped), x);
+  EXPECT_NE(Dim::max(seq * 2, clipped), seq * 2);
+}
+
 TEST(Dim, EvaluateAndSubstitute) {
   Dim batch = Dim::symbol("batch"), seq = Dim::symbol("seq");
   Dim e = batch * seq * 12 + seq;

@@ -5,11 +5,6 @@
 
 namespace octet::math {
 
-int64_t onnx_opset(const InferContext& ctx) {
-  int64_t v = ctx.node().graph() ? ctx.node().graph()->opset_version("") : 0;
-  return v > 0 ? v : kNewestOnnxOpset;
-}
-
 bool is_float_type(DType t) {
   return t == DType::Float16 || t == DType::Float32 || t == DType::Float64 || t == DType::BFloat16;
 }

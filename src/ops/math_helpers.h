@@ -18,9 +18,6 @@ namespace octet::math {
 
 // The newest ai.onnx opset these rules know. A graph that imports no ai.onnx opset
 // (hand-built graphs, tests) is read as this one.
-inline constexpr int64_t kNewestOnnxOpset = 23;
-// The node's ai.onnx opset, kNewestOnnxOpset when the graph does not say.
-int64_t onnx_opset(const InferContext& ctx);
 
 // ---- element-type families, as ONNX type constraints name them
 bool is_float_type(DType t);       // float16, float32, float64, bfloat16

@@ -59,6 +59,11 @@ void InferContext::warn(const std::string& message) const {
   if (warnings_) warnings_->push_back(node_.describe() + ": " + message);
 }
 
+int64_t onnx_opset(const InferContext& ctx) {
+  int64_t v = ctx.opset();
+  return v > 0 ? v : kNewestOnnxOpset;
+}
+
 int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) ctx.fail("axis ", axis, " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;

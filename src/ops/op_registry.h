@@ -77,6 +77,12 @@ class OpRegistry {
   std::map<std::pair<std::string, std::string>, OpDef> ops_;
 };
 
+// The newest ai.onnx opset octet implements; assumed for graphs that import none
+// (hand-built graphs), so they get current behaviour.
+inline constexpr int64_t kNewestOnnxOpset = 23;
+// The node's ai.onnx opset, kNewestOnnxOpset when the graph does not say.
+int64_t onnx_opset(const InferContext& ctx);
+
 // Normalizes a possibly negative axis against `rank`; an error naming the node if out of range.
 int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank);
 

@@ -6,11 +6,6 @@
 namespace octet {
 namespace shape_rules {
 
-int64_t onnx_opset(const InferContext& ctx) {
-  int64_t v = ctx.opset();
-  return v > 0 ? v : kLatestOpset;
-}
-
 DimVector fresh_dims(size_t n, const std::string& hint) {
   DimVector out;
   out.reserve(n);

@@ -23,25 +23,10 @@
 namespace octet {
 namespace shape_rules {
 
-// ONNX opset assumed when a graph does not import the default domain (hand-built
-// graphs): the newest behaviour.
-constexpr int64_t kLatestOpset = 21;
-
-int64_t onnx_opset(const InferContext& ctx);
-
-// Registration wrapper: clears the outputs' stale symbolic contents (a node inferred
-// again after a rewrite must not keep values its inputs no longer justify), then runs
-// the rule.
-template <void (*Rule)(InferContext&)>
-void infer_clean(InferContext& ctx) {
-  for (size_t i = 0; i < ctx.num_outputs(); ++i)
-    if (Value* v = ctx.node().output(i)) v->known_values.reset();
-  Rule(ctx);
-}
-
+// Stale symbolic contents are cleared by infer_node before any rule runs.
 template <void (*Rule)(InferContext&)>
 void add_rule(OpRegistry& r, const char* op_type, const char* domain = "") {
-  r.add(OpDef{domain, op_type, &infer_clean<Rule>});
+  r.add(OpDef{domain, op_type, Rule});
 }
 
 // Per-file registration, called by register_shape_ops / register_linalg_ops.

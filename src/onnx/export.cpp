@@ -44,17 +44,19 @@ class Exporter {
     const std::string file = path_.string();
     bool external = options_.external_data;
     // Decided before building, so a huge model is never copied into a proto that could
-    // not be serialized anyway. Node attributes rarely matter for size; the final check
-    // in write_proto_file catches them.
+    // not be serialized anyway. The default limit leaves 64 MiB for the rest of the graph;
+    // write_proto_file checks the real size at the end.
     uint64_t inline_bytes = 0;
     for (const Value* v : graph_.initializers()) inline_bytes += tensor_payload(*v->constant());
-    if (!external && inline_bytes > onnx_io::kMaxProtoBytes - (64u << 20)) {
-      external = true;
-      warnings_.push_back(file + ": initializers take " + std::to_string(inline_bytes) +
-                          " bytes, too many for one protobuf; wrote them to external data instead");
-    }
     std::unique_ptr<onnx_io::ExternalDataWriter> writer;
     std::string side_name;
+    if (!external && inline_bytes > options_.max_inline_bytes) {
+      external = true;
+      warnings_.push_back(file + ": initializers take " + std::to_string(inline_bytes) +
+                          " bytes, too many for one protobuf file; wrote those of " +
+                          std::to_string(options_.external_threshold) + " bytes or more to '" +
+                          side_file_name(path_, options_) + "'");
+    }
     if (external) {
       side_name = side_file_name(path_, options_);
       fs::path folder = path_.parent_path();
@@ -200,7 +202,9 @@ std::vector<std::string> save_model(const Model& model, const fs::path& path, co
   try {
     return Exporter(model, path, options).run();
   } catch (const std::bad_alloc&) {
-    fail(path.string(), ": out of memory while saving the model");
+    fail(onnx_io::one_line(path.string()), ": out of memory while saving the model");
+  } catch (const Error& e) {
+    throw Error(onnx_io::one_line(e.what()));
   }
 }
 

@@ -241,9 +241,7 @@ void check_is_onnx(const onnx::ModelProto& proto, const std::string& file) {
   if (proto.opset_import_size() == 0) fail(file, ": not a valid ONNX model (no opset_import)");
 }
 
-}  // namespace
-
-Model load_model(const fs::path& path, const LoadOptions& options) {
+Model load_impl(const fs::path& path, const LoadOptions& options) {
   const std::string file = path.string();
   auto proto = std::make_unique<onnx::ModelProto>();
   onnx_io::read_proto_file(path, *proto, "ONNX model");
@@ -286,7 +284,18 @@ Model load_model(const fs::path& path, const LoadOptions& options) {
   proto->clear_metadata_props();
   proto->clear_opset_import();
   proto->SerializeToString(&model.preserved_proto);
+  for (auto& w : model.warnings) w = onnx_io::one_line(w);
   return model;
+}
+
+}  // namespace
+
+Model load_model(const fs::path& path, const LoadOptions& options) {
+  try {
+    return load_impl(path, options);
+  } catch (const Error& e) {
+    throw Error(onnx_io::one_line(e.what()));
+  }
 }
 
 }  // namespace octet

@@ -54,6 +54,9 @@ struct SaveOptions {
   std::string external_file;         // plain file name; default "<model file name>.data"
   size_t external_threshold = 1024;  // bytes
   bool write_value_info = true;      // write intermediate types as value_info
+  // Past this many bytes of initializers, external data is used even if not asked for:
+  // protobuf cannot write a message of 2 GiB or more. Tests lower it.
+  uint64_t max_inline_bytes = (uint64_t{2} << 30) - (uint64_t{64} << 20);
 };
 // Returns warnings (e.g. that a model too large for one protobuf went to external data).
 std::vector<std::string> save_model(const Model& model, const std::filesystem::path& path,

@@ -27,6 +27,10 @@ namespace octet::onnx_io {
 // protobuf refuses messages of 2 GiB and more; anything bigger needs external data.
 constexpr uint64_t kMaxProtoBytes = 2147483647ull;
 
+// Names in messages come from the file and may hold newlines or escape sequences; every
+// message octet shows must stay one printable line.
+std::string one_line(const std::string& message);
+
 // Parses a whole file into `message`. `what` names the expected content in errors
 // ("ONNX model"). Errors start with the path.
 void read_proto_file(const std::filesystem::path& path, google::protobuf::Message& message,

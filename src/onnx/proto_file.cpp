@@ -43,6 +43,25 @@ std::string looks_like(int fd) {
 }
 }  // namespace
 
+std::string one_line(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (unsigned char c : message) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 void read_proto_file(const fs::path& path, google::protobuf::Message& message, const std::string& what) {
   const std::string file = path.string();
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -216,7 +216,11 @@ Tensor load_tensor_pb(const std::filesystem::path& path) {
   onnx::TensorProto proto;
   onnx_io::read_proto_file(path, proto, "TensorProto");
   const std::string name = proto.name().empty() ? "tensor" : "tensor '" + proto.name() + "'";
-  return tensor_from_proto(proto, path.parent_path(), path.string() + ": " + name);
+  try {
+    return tensor_from_proto(proto, path.parent_path(), path.string() + ": " + name);
+  } catch (const Error& e) {
+    throw Error(onnx_io::one_line(e.what()));
+  }
 }
 
 void tensor_to_proto(const Tensor& t, onnx::TensorProto* proto) {

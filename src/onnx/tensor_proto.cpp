@@ -63,7 +63,7 @@ template <typename Src, typename Field>
 Tensor copy_field(const Field& field, int64_t count, const char* name, const Layout& l, const std::string& context) {
   check_count(field.size(), count, name, l, context);
   Tensor t(l.dtype, l.shape);
-  std::memcpy(t.mutable_raw(), field.data(), sizeof(Src) * static_cast<size_t>(count));
+  if (count > 0) std::memcpy(t.mutable_raw(), field.data(), sizeof(Src) * static_cast<size_t>(count));
   return t;
 }
 

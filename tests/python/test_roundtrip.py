@@ -138,7 +138,7 @@ class Runner:
 
 # ----------------------------------------------------------------------------- built models
 
-IR_FOR_OPSET = {17: 8, 19: 9, 21: 10}  # the oldest IR each opset allows: runs on older runtimes
+IR_FOR_OPSET = {17: 8, 19: 9, 21: 10, 23: 11}  # the oldest IR each opset allows: runs on older runtimes
 
 
 def make_model(graph, opset, **kw):
@@ -285,6 +285,25 @@ def build_unsorted_and_legacy(work):
     return save(m, os.path.join(work, "legacy.onnx"), check=False)
 
 
+def build_opset23(work):
+    # IR 11 / opset 23: a float8 initializer in int32_data and graph-level metadata_props,
+    # a field newer than the onnx.proto octet is compiled against.
+    w = numpy_helper.from_array(np.arange(3, dtype=np.float16), "w")
+    f8 = helper.make_tensor("f8", TensorProto.FLOAT8E4M3FN, [3], [1.0, 2.0, -0.5])
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"]),
+             helper.make_node("Cast", ["f8"], ["f8h"], to=TensorProto.FLOAT16),
+             helper.make_node("Add", ["y", "f8h"], ["z"])]
+    g = helper.make_graph(nodes, "g23", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["b", 3])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT16, ["b", 3])], [w, f8])
+    g.metadata_props.add(key="origin", value="graph metadata")
+    return save(make_model(g, 23), os.path.join(work, "opset23.onnx"))
+
+
+def check_graph_metadata(src, out):
+    if list(src.graph.metadata_props) != list(out.graph.metadata_props):
+        raise AssertionError("graph metadata_props (a field newer than octet's onnx.proto) were lost")
+
+
 def check_props(src, out):
     if src.doc_string != out.doc_string or src.producer_name != out.producer_name:
         raise AssertionError("model doc_string/producer_name changed")
@@ -369,6 +388,7 @@ def main():
             ("typed_fields", build_typed_fields, None),
             ("unsorted_legacy", build_unsorted_and_legacy, check_props),
             ("local_function", build_function, check_function),
+            ("opset23_newer_fields", build_opset23, check_graph_metadata),
         ]
         for name, build, extra in built:
             try:

@@ -137,7 +137,8 @@ class Importer {
       model_.graph->add_initializer(t.name(), std::make_shared<const Tensor>(std::move(data)));
       initializer_names_.insert(t.name());
     }
-    // The IR has no sparse storage; weights this small-scale toolkit meets are dense anyway.
+    // The IR stores constants densely; sparse initializers (pruned models) are rare and
+    // densifying them keeps every pass and kernel working unchanged.
     for (const auto& s : g.sparse_initializer()) {
       const std::string& name = s.values().name();
       if (name.empty()) fail("a sparse_initializer has no name");

@@ -10,8 +10,7 @@ namespace {
 
 std::string op_label(const Node& n) {
   std::ostringstream out;
-  out << (n.domain().empty() ? "ai.onnx" : n.domain()) << "::" << n.op_type() << " (opset "
-      << n.opset() << ", node '" << n.name() << "'";
+  out << (n.domain().empty() ? "ai.onnx" : n.domain()) << "::" << n.op_type() << " (opset " << n.opset();
   return out.str();
 }
 
@@ -50,7 +49,7 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     std::ostringstream msg;
     msg << "model uses " << missing.size() << " op(s) octet cannot run:";
     for (const auto& [op, nodes] : missing) {
-      msg << "\n  " << op;
+      msg << "\n  " << op << ", node '" << nodes.front() << "'";
       if (nodes.size() > 1) msg << " and " << nodes.size() - 1 << " more";
       msg << ")";
     }

@@ -1,0 +1,101 @@
+#include "analysis/macs.h"
+
+#include <map>
+
+namespace octet {
+
+namespace {
+
+const DimVector* dims_of(const Value* v) {
+  return v && v->type.dims ? &*v->type.dims : nullptr;
+}
+
+// numel(output) * K, where K is the contracted length read from input `a`'s last axis
+// (or its first axis when transposed).
+std::optional<Dim> matmul_like(const Node& n, size_t a_index, bool a_transposed) {
+  const DimVector* a = dims_of(n.input(a_index));
+  const DimVector* out = dims_of(n.output(0));
+  if (!a || !out || a->empty()) return std::nullopt;
+  Dim k = a_transposed && a->size() == 2 ? (*a)[0] : a->back();
+  return dims_product(*out) * k;
+}
+
+std::optional<Dim> conv_macs(const Node& n, size_t w_index) {
+  const DimVector* w = dims_of(n.input(w_index));
+  const DimVector* out = dims_of(n.output(0));
+  if (!w || !out || w->size() < 3) return std::nullopt;
+  // Each output element reads Cin/group channels times the kernel window, and W's
+  // shape [Cout, Cin/group, k...] already holds exactly that per output channel.
+  Dim per_output = 1;
+  for (size_t i = 1; i < w->size(); ++i) per_output = per_output * (*w)[i];
+  return dims_product(*out) * per_output;
+}
+
+// Einsum: numel(output) * product of the contracted letters' sizes.
+std::optional<Dim> einsum_macs(const Node& n) {
+  std::string eq = n.attr_string("equation", "");
+  std::string lhs = eq.substr(0, eq.find("->"));
+  std::string rhs = eq.find("->") == std::string::npos ? "" : eq.substr(eq.find("->") + 2);
+  std::map<char, Dim> size_of;
+  size_t input = 0;
+  std::string term;
+  auto take_term = [&]() -> bool {
+    const DimVector* d = dims_of(n.input(input++));
+    if (!d) return false;
+    std::string letters;
+    for (char c : term)
+      if (c != ' ' && c != '.') letters += c;
+    size_t ellipsis = term.find("...") == std::string::npos ? 0 : d->size() - letters.size();
+    size_t axis = 0;
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (term[i] == '.') {
+        if (term.compare(i, 3, "...") == 0) {
+          axis += ellipsis;
+          i += 2;
+        }
+        continue;
+      }
+      if (term[i] == ' ') continue;
+      if (axis >= d->size()) return false;
+      size_of.emplace(term[i], (*d)[axis++]);
+    }
+    term.clear();
+    return true;
+  };
+  for (char c : lhs) {
+    if (c == ',') {
+      if (!take_term()) return std::nullopt;
+    } else {
+      term += c;
+    }
+  }
+  if (!take_term()) return std::nullopt;
+  const DimVector* out = dims_of(n.output(0));
+  if (!out) return std::nullopt;
+  Dim macs = dims_product(*out);
+  for (const auto& [letter, size] : size_of)
+    if (rhs.find(letter) == std::string::npos && eq.find("->") != std::string::npos) macs = macs * size;
+  return macs;
+}
+
+}  // namespace
+
+std::optional<Dim> node_macs(const Node& node) {
+  const std::string& op = node.op_type();
+  if (node.domain().empty()) {
+    if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul")
+      return matmul_like(node, 0, false);
+    if (op == "Gemm") return matmul_like(node, 0, node.attr_int("transA", 0) != 0);
+    if (op == "Conv" || op == "ConvInteger") return conv_macs(node, 1);
+    if (op == "QLinearConv") return conv_macs(node, 3);
+    if (op == "Einsum") return einsum_macs(node);
+  }
+  if (node.domain() == "com.microsoft" && op == "MatMulNBits") {
+    const DimVector* out = dims_of(node.output(0));
+    if (!out) return std::nullopt;
+    return dims_product(*out) * node.attr_int("K", 0);
+  }
+  return std::nullopt;
+}
+
+}  // namespace octet

@@ -1,0 +1,184 @@
+#include "analysis/model_summary.h"
+
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "analysis/macs.h"
+#include "ops/op_registry.h"
+
+namespace octet {
+
+namespace {
+
+using nlohmann::json;
+
+std::string op_key(const Node& n) { return n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type(); }
+
+json value_json(const Value* v) {
+  json dims = json::array();
+  if (v->type.dims)
+    for (const Dim& d : *v->type.dims) {
+      if (auto c = d.constant()) dims.push_back(*c);
+      else dims.push_back(d.to_string());
+    }
+  return {{"name", v->name()},
+          {"dtype", dtype_name(v->type.dtype)},
+          {"shape", v->type.dims ? dims : json(nullptr)}};
+}
+
+json parameters_json(const Graph& g) {
+  std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // count, bytes
+  int64_t count = 0, bytes = 0;
+  for (const Value* v : g.initializers()) {
+    const Tensor& t = *v->constant();
+    auto& slot = by_dtype[dtype_name(t.dtype())];
+    slot.first += t.numel();
+    slot.second += static_cast<int64_t>(t.bytes());
+    count += t.numel();
+    bytes += static_cast<int64_t>(t.bytes());
+  }
+  json per = json::object();
+  for (const auto& [dtype, cb] : by_dtype) per[dtype] = {{"count", cb.first}, {"bytes", cb.second}};
+  return {{"count", count}, {"bytes", bytes}, {"by_dtype", per}};
+}
+
+json macs_json(const Graph& g, const Bindings& bindings) {
+  std::map<std::string, Dim> by_op;
+  Dim total = 0;
+  for (const Node* n : g.nodes()) {
+    auto macs = node_macs(*n);
+    if (!macs) continue;
+    by_op[op_key(*n)] = by_op.count(op_key(*n)) ? by_op[op_key(*n)] + *macs : *macs;
+    total = total + *macs;
+  }
+  auto entry = [&](const Dim& d) {
+    Dim bound = d.substitute(bindings);
+    json e = {{"formula", d.to_string()}};
+    if (auto c = bound.constant()) e["value"] = *c;
+    else e["value"] = nullptr, e["unbound"] = bound.to_string();
+    return e;
+  };
+  json per = json::object();
+  for (const auto& [op, d] : by_op) per[op] = entry(d);
+  json b = json::object();
+  for (const auto& [k, v] : bindings) b[k] = v;
+  return {{"bindings", b}, {"total", entry(total)}, {"by_op", per}};
+}
+
+json support_json(const Graph& g) {
+  std::map<std::string, bool> seen;
+  for (const Node* n : g.nodes())
+    seen[op_key(*n)] = OpRegistry::global().find(n->domain(), n->op_type()) != nullptr;
+  json ops = json::object();
+  json unsupported = json::array();
+  for (const auto& [op, known] : seen) {
+    // Shape inference exists for every known op; reference kernels arrive with the
+    // runtime, so "runs" stays false until an op has one.
+    ops[op] = {{"shape_inference", known}, {"runs", false}};
+    if (!known) unsupported.push_back(op);
+  }
+  return {{"ops", ops}, {"unsupported", unsupported}};
+}
+
+}  // namespace
+
+nlohmann::json summarize_model(const Model& model, const Bindings& bindings) {
+  const Graph& g = *model.graph;
+  json opsets = json::object();
+  for (const auto& [domain, version] : g.opset_imports) opsets[domain.empty() ? "ai.onnx" : domain] = version;
+  json inputs = json::array(), outputs = json::array();
+  for (const Value* v : g.inputs())
+    if (!v->is_initializer()) inputs.push_back(value_json(v));
+  for (const Value* v : g.outputs()) outputs.push_back(value_json(v));
+  std::map<std::string, int64_t> histogram;
+  for (const Node* n : g.nodes()) ++histogram[op_key(*n)];
+  return {
+      {"file", model.source_path.string()},
+      {"ir_version", model.ir_version},
+      {"producer", model.producer_name + (model.producer_version.empty() ? "" : " " + model.producer_version)},
+      {"opset_imports", opsets},
+      {"inputs", inputs},
+      {"outputs", outputs},
+      {"node_count", g.node_count()},
+      {"op_histogram", histogram},
+      {"parameters", parameters_json(g)},
+      {"macs", macs_json(g, bindings)},
+      {"support", support_json(g)},
+      {"warnings", model.warnings},
+  };
+}
+
+namespace {
+std::string shape_text(const json& shape) {
+  if (shape.is_null()) return "[?]";
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i].is_string() ? shape[i].get<std::string>() : std::to_string(shape[i].get<int64_t>()));
+  return s + "]";
+}
+
+std::string human(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T"};
+  int p = 0;
+  while (v >= 1000 && p < 4) v /= 1000, ++p;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(p ? 2 : 0) << v << " " << prefixes[p] << unit;
+  return out.str();
+}
+}  // namespace
+
+std::string render_summary_text(const nlohmann::json& s) {
+  std::ostringstream out;
+  out << "model:      " << s["file"].get<std::string>() << "\n";
+  out << "producer:   " << s["producer"].get<std::string>() << ", IR version " << s["ir_version"] << "\n";
+  out << "opsets:    ";
+  for (const auto& [domain, version] : s["opset_imports"].items()) out << " " << domain << "=" << version;
+  out << "\n\ninputs:\n";
+  for (const auto& v : s["inputs"])
+    out << "  " << v["name"].get<std::string>() << ": " << v["dtype"].get<std::string>() << shape_text(v["shape"]) << "\n";
+  out << "outputs:\n";
+  for (const auto& v : s["outputs"])
+    out << "  " << v["name"].get<std::string>() << ": " << v["dtype"].get<std::string>() << shape_text(v["shape"]) << "\n";
+
+  const json& params = s["parameters"];
+  out << "\nparameters: " << human(params["count"].get<double>(), "") << "("
+      << human(params["bytes"].get<double>(), "B") << ")\n";
+  for (const auto& [dtype, e] : params["by_dtype"].items())
+    out << "  " << std::left << std::setw(10) << dtype << std::right << std::setw(12) << e["count"].get<int64_t>()
+        << " values " << std::setw(12) << e["bytes"].get<int64_t>() << " bytes\n";
+
+  out << "\nops (" << s["node_count"] << " nodes):\n";
+  const json& support = s["support"]["ops"];
+  for (const auto& [op, count] : s["op_histogram"].items()) {
+    const json& sup = support[op];
+    out << "  " << std::left << std::setw(28) << op << std::right << std::setw(6) << count.get<int64_t>()
+        << (sup["shape_inference"].get<bool>() ? "" : "   (unsupported)") << "\n";
+  }
+
+  const json& macs = s["macs"];
+  out << "\nMACs";
+  if (!macs["bindings"].empty()) {
+    out << " at";
+    for (const auto& [k, v] : macs["bindings"].items()) out << " " << k << "=" << v;
+  }
+  out << ":\n";
+  auto mac_text = [](const json& e) {
+    return e["value"].is_null() ? e["formula"].get<std::string>() : human(e["value"].get<double>(), "MAC");
+  };
+  for (const auto& [op, e] : macs["by_op"].items())
+    out << "  " << std::left << std::setw(28) << op << std::right << " " << mac_text(e) << "\n";
+  out << "  " << std::left << std::setw(28) << "total" << std::right << " " << mac_text(macs["total"]) << "\n";
+
+  const json& unsupported = s["support"]["unsupported"];
+  out << "\nsupport: " << (unsupported.empty() ? "every op has type and shape inference" : "unsupported ops:");
+  for (const auto& op : unsupported) out << " " << op.get<std::string>();
+  out << "; runtime kernels: not yet available\n";
+  if (!s["warnings"].empty()) {
+    out << "\nwarnings:\n";
+    for (const auto& w : s["warnings"]) out << "  " << w.get<std::string>() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace octet

@@ -1,0 +1,19 @@
+// Pieces every octet subcommand shares: dim bindings from --dim, and the error policy
+// (one line on stderr, exit code 1 for anything the user's input caused).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "ir/dim.h"
+
+namespace octet::cli {
+
+// "seq=128" -> {"seq", 128}; an error naming the bad item otherwise.
+Bindings parse_dim_bindings(const std::vector<std::string>& items);
+
+// Each subcommand registers itself on the app and returns the callback-bearing subcommand.
+void add_inspect_command(CLI::App& app);
+
+}  // namespace octet::cli

@@ -1,4 +1,6 @@
 // Reference kernel: Conv.
+#include <array>
+
 #include "ref_shape_testing.h"
 
 namespace octet {
@@ -140,6 +142,24 @@ TEST(RefConv, VitPatchEmbedding) {
   Tensor y = run1("Conv", {f32(xs, noise(shape_numel(xs), 1)), f32(ws, noise(shape_numel(ws), 2))},
                   {Attribute::make_ints("kernel_shape", {16, 16}), Attribute::make_ints("strides", {16, 16})}, 22);
   EXPECT_EQ(y.shape(), (Shape{1, 8, 2, 3}));
+}
+
+TEST(RefConv, VitPatchEmbeddingFullSize) {
+  // ViT-B/16: [1,3,224,224] x [768,3,16,16], stride 16 -> [1,768,14,14]; spot-check outputs.
+  const Shape xs = {1, 3, 224, 224}, ws = {768, 3, 16, 16};
+  F x = noise(shape_numel(xs), 80), w = noise(shape_numel(ws), 81), b = noise(768, 82);
+  Tensor y = run1("Conv", {f32(xs, x), f32(ws, w), f32({768}, b)},
+                  {Attribute::make_ints("kernel_shape", {16, 16}), Attribute::make_ints("strides", {16, 16})}, 22);
+  ASSERT_EQ(y.shape(), (Shape{1, 768, 14, 14}));
+  F got = values<float>(y);
+  for (auto [f, py, px] : {std::array<int64_t, 3>{0, 0, 0}, {5, 13, 2}, {767, 7, 13}}) {
+    double s = b[f];
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t ky = 0; ky < 16; ++ky)
+        for (int64_t kx = 0; kx < 16; ++kx)
+          s += double(x[(c * 224 + py * 16 + ky) * 224 + px * 16 + kx]) * w[((f * 3 + c) * 16 + ky) * 16 + kx];
+    EXPECT_NEAR(got[(f * 14 + py) * 14 + px], s, 1e-4) << "filter " << f << " patch " << py << "," << px;
+  }
 }
 
 TEST(RefConv, HalfPrecisionAndEmptyBatch) {

@@ -7,8 +7,9 @@
 //   VALID:       the same with zero pads
 //   SAME_UPPER/  O = ceil(D / stride); total pad = max(0, (O-1)*stride + (k-1)*dilation
 //   SAME_LOWER:  + 1 - D), the odd element at the end (UPPER) or the beginning (LOWER).
-// Per output position the receptive field is gathered into a column (zeros where it
-// hangs over the padding) and dotted with each filter of the group.
+// For a block of output positions the receptive fields are gathered into columns (zeros
+// where they hang over the padding), then each filter of the group is applied to the
+// block as row updates (im2col + GEMM, blocked so memory stays small).
 #include <algorithm>
 
 #include "kernels/kernel.h"
@@ -17,6 +18,8 @@
 namespace octet {
 namespace ref_linalg {
 namespace {
+
+constexpr int64_t kPositionsPerBlock = 256;
 
 struct ConvGeometry {
   int64_t spatial = 0;                       // number of spatial dims
@@ -113,32 +116,47 @@ void conv_kernel(KernelContext& ctx) {
     const std::vector<Acc> x = load<Acc>(X), w = load<Acc>(W);
     const std::vector<Acc> bias = B ? load<Acc>(*B) : std::vector<Acc>(filters, Acc{0});
     std::vector<Acc> y(static_cast<size_t>(out.numel()), Acc{0});
-    std::vector<Acc> column(column_size);
-    std::vector<int64_t> tap_src(kernel_size);  // spatial offset per tap, -1 in the padding
+    const int64_t block = std::min<int64_t>(kPositionsPerBlock, std::max<int64_t>(out_size, 1));
+    std::vector<Acc> columns(static_cast<size_t>(column_size * block));  // [column_size, block]
+    std::vector<int64_t> tap_src(kernel_size * block);  // input offset per (tap, position); -1: padding
     std::vector<int64_t> pos(n, 0);
-    for (int64_t p = 0; p < out_size; ++p) {
-      for (int64_t t = 0; t < kernel_size; ++t) {
-        int64_t src = 0;
-        for (int64_t d = 0; d < n && src >= 0; ++d) {
-          const int64_t c = pos[d] * g.strides[d] - g.pad_begin[d] + tap_offset[t * n + d];
-          src = c < 0 || c >= g.in[d] ? -1 : src * g.in[d] + c;
+    for (int64_t p0 = 0; p0 < out_size; p0 += block) {
+      const int64_t nb = std::min(block, out_size - p0);
+      for (int64_t j = 0; j < nb; ++j) {
+        for (int64_t t = 0; t < kernel_size; ++t) {
+          int64_t src = 0;
+          for (int64_t d = 0; d < n && src >= 0; ++d) {
+            const int64_t c = pos[d] * g.strides[d] - g.pad_begin[d] + tap_offset[t * n + d];
+            src = c < 0 || c >= g.in[d] ? -1 : src * g.in[d] + c;
+          }
+          tap_src[t * nb + j] = src;
         }
-        tap_src[t] = src;
+        for (int64_t d = n - 1; d >= 0 && ++pos[d] == g.out[d]; --d) pos[d] = 0;
       }
       for (int64_t b = 0; b < batch; ++b)
         for (int64_t gr = 0; gr < group; ++gr) {
           const Acc* x_group = x.data() + (b * channels + gr * group_channels) * in_size;
           for (int64_t c = 0; c < group_channels; ++c)
-            for (int64_t t = 0; t < kernel_size; ++t)
-              column[c * kernel_size + t] = tap_src[t] < 0 ? Acc{0} : x_group[c * in_size + tap_src[t]];
+            for (int64_t t = 0; t < kernel_size; ++t) {
+              Acc* col = columns.data() + (c * kernel_size + t) * nb;
+              for (int64_t j = 0; j < nb; ++j) {
+                const int64_t src = tap_src[t * nb + j];
+                col[j] = src < 0 ? Acc{0} : x_group[c * in_size + src];
+              }
+            }
+          // y[f, p0:p0+nb] = sum_i w[f, i] * columns[i, :] (+ bias): per output the same
+          // in-order sum as a dot product, written as row updates the compiler vectorizes.
           for (int64_t f = gr * group_filters; f < (gr + 1) * group_filters; ++f) {
             const Acc* filter = w.data() + f * column_size;
-            Acc sum{0};
-            for (int64_t i = 0; i < column_size; ++i) sum += filter[i] * column[i];
-            y[(b * filters + f) * out_size + p] = sum + bias[f];
+            Acc* y_row = y.data() + (b * filters + f) * out_size + p0;
+            for (int64_t i = 0; i < column_size; ++i) {
+              const Acc wv = filter[i];
+              const Acc* col = columns.data() + i * nb;
+              for (int64_t j = 0; j < nb; ++j) y_row[j] += wv * col[j];
+            }
+            for (int64_t j = 0; j < nb; ++j) y_row[j] += bias[f];
           }
         }
-      for (int64_t d = n - 1; d >= 0 && ++pos[d] == g.out[d]; --d) pos[d] = 0;
     }
     store(out, y);
   });

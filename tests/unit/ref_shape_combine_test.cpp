@@ -76,6 +76,12 @@ TEST(RefSplit, SizesAsInputAttributeAndNumOutputs) {
   EXPECT_EQ(values<float>(outs[2]), (F{6}));
   outs = run_op("Split", {iota_f32({2, 8})}, {axis(1), Attribute::make_int("num_outputs", 3)}, 18, 3);
   EXPECT_EQ(outs[2].shape(), (Shape{2, 2}));
+  // 6 into 4: ceil parts of 2 leave an empty last part (as the ONNX reference computes it)
+  outs = run_op("Split", {iota_f32({6})}, {Attribute::make_int("num_outputs", 4)}, 18, 4);
+  EXPECT_EQ(outs[2].shape(), (Shape{2}));
+  EXPECT_EQ(outs[3].shape(), (Shape{0}));
+  expect_node_error([] { run_op("Split", {iota_f32({5})}, {Attribute::make_int("num_outputs", 4)}, 18, 4); },
+                    "too short");
 }
 
 TEST(RefSplit, ZeroSizedPartsAndDtypes) {

@@ -52,6 +52,10 @@ TEST(RefSlice, StepsPositiveAndNegative) {
   EXPECT_EQ(values<float>(slice(x, {5}, {1}, Shape{0}, Shape{-2})), (F{5, 3}));
   EXPECT_EQ(values<float>(slice(x, {20}, {-20}, Shape{0}, Shape{-1})), (F{6, 5, 4, 3, 2, 1, 0}));
   EXPECT_EQ(values<float>(slice(x, {1}, {5}, Shape{0}, Shape{-1})), F{});
+  // INT64_MAX as the end of a backward slice clamps to dim-1 like any other value (spec
+  // and ONNX reference); onnxruntime instead reads it as "to the beginning".
+  EXPECT_EQ(values<float>(slice(x, {0}, {kMax}, Shape{0}, Shape{-1})), F{});
+  EXPECT_EQ(values<float>(slice(x, {3}, {kMax}, Shape{0}, Shape{-1})), F{});
   EXPECT_EQ(values<float>(slice(x, {0}, {7}, Shape{0}, Shape{kMax})), (F{0}));
   EXPECT_EQ(values<float>(slice(x, {6}, {kMin}, Shape{0}, Shape{kMin})), (F{6}));
   // As ONNX's test_slice_neg_steps: x[20:0:-1, 10:0:-3, 4:1:-2] of a [20,10,5] tensor.

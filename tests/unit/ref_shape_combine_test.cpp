@@ -1,4 +1,6 @@
 // Reference kernels: Concat, Split, Expand, Tile.
+#include <limits>
+
 #include "ref_shape_testing.h"
 
 namespace octet {
@@ -128,6 +130,7 @@ TEST(RefExpand, Errors) {
   Tensor x = iota_f32({3, 2});
   expect_node_error([&] { run1("Expand", {x, ints({3, 4})}); }, "cannot broadcast float32[3,2] to [3,4]");
   expect_node_error([&] { run1("Expand", {x, ints({-1, 2})}); }, "negative");
+  expect_node_error([&] { run1("Expand", {x, ints({int64_t{1} << 40, int64_t{1} << 40, 1, 1})}); }, "too many elements");
 }
 
 // ---------------------------------------------------------------- Tile
@@ -145,6 +148,8 @@ TEST(RefTile, RepeatsEachDim) {
   EXPECT_EQ(s.string_data(), (std::vector<std::string>{"a", "b", "a", "b"}));
   expect_node_error([&] { run1("Tile", {x, ints({2})}); }, "one entry per dim");
   expect_node_error([&] { run1("Tile", {x, ints({1, -1})}); }, "negative");
+  expect_node_error([&] { run1("Tile", {x, ints({1, std::numeric_limits<int64_t>::max()})}); }, "too large");
+  expect_node_error([&] { run1("Tile", {x, ints({int64_t{1} << 40, int64_t{1} << 40})}); }, "too many elements");
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ TEST(RefReshape, Errors) {
   expect_node_error([&] { run1("Reshape", {x, ints({6, 1, 0})}); }, "copies dim 2 (0) but the input float32[2,3] has rank 2");
   expect_node_error([&] { run1("Reshape", {x, ints({-2, 3})}); }, "invalid dim -2");
   expect_node_error([&] { run1("Reshape", {x, f32({2}, {2, 3})}); }, "integer");
+  expect_node_error([&] { run1("Reshape", {x, ints({int64_t{1} << 40, int64_t{1} << 40, -1})}); }, "too many elements");
   expect_node_error([&] { run1("Reshape", {x}); }, "input 1");
 }
 

@@ -1,4 +1,6 @@
 // Reference kernel: Pad.
+#include <limits>
+
 #include "ref_shape_testing.h"
 
 namespace octet {
@@ -82,6 +84,9 @@ TEST(RefPad, EdgeShapesAndErrors) {
   EXPECT_EQ(values<float>(run1("Pad", {Tensor::scalar<float>(3), i64({0}, {})}, {}, 13)), (F{3}));
   Tensor x = iota_f32({2});
   expect_node_error([&] { run1("Pad", {x, ints({1, 1})}, {mode("mirror")}, 13); }, "unknown mode 'mirror'");
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  expect_node_error([&] { run1("Pad", {x, ints({big, 1})}, {}, 13); }, "too large");
+  expect_node_error([&] { run1("Pad", {x, ints({-big - 1, 0})}, {}, 13); }, "remove more than");
   expect_node_error([&] { run1("Pad", {x, ints({1, 1}), i64({}, {1})}, {}, 13); }, "constant_value");
 }
 

@@ -73,8 +73,7 @@ void constant_kernel(KernelContext& ctx) {
 void constant_of_shape_kernel(KernelContext& ctx) {
   std::vector<int64_t> shape = read_ints(ctx, ctx.input(0), "shape input");
   if (ctx.input(0).rank() != 1) ctx.fail("shape input must be 1-D, got ", ctx.input(0).describe());
-  for (int64_t d : shape)
-    if (d < 0) ctx.fail("shape ", shape_to_string(shape), " has a negative dimension");
+  checked_numel(ctx, shape);
   Tensor zero = Tensor::scalar<float>(0.0f);
   const Tensor* value = ctx.node().attr_tensor("value");
   if (!value) value = &zero;

@@ -121,6 +121,7 @@ void expand_kernel(KernelContext& ctx) {
     shape[i] = a == 1 ? b : a;
     if (xi >= 0 && a != 1) strides[i] = in_strides[xi];
   }
+  checked_numel(ctx, shape);
   ElementWriter out(x.dtype(), shape);
   copy_view(out, 0, x, 0, shape, strides);
   ctx.set_output(0, out.finish());
@@ -139,8 +140,12 @@ void tile_kernel(KernelContext& ctx) {
     if (repeats[i] < 0) ctx.fail("repeats ", shape_to_string(repeats), " has a negative entry");
     view_shape.insert(view_shape.end(), {repeats[i], x.shape()[i]});
     view_strides.insert(view_strides.end(), {0, in_strides[i]});
-    shape.push_back(repeats[i] * x.shape()[i]);
+    int64_t dim = 0;
+    if (__builtin_mul_overflow(repeats[i], x.shape()[i], &dim))
+      ctx.fail("repeats ", shape_to_string(repeats), " make ", x.describe(), " too large");
+    shape.push_back(dim);
   }
+  checked_numel(ctx, shape);
   ElementWriter out(x.dtype(), shape);
   copy_view(out, 0, x, 0, view_shape, view_strides);
   ctx.set_output(0, out.finish());

@@ -15,6 +15,15 @@ int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank, con
   return axis < 0 ? axis + rank : axis;
 }
 
+int64_t checked_numel(const KernelContext& ctx, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) ctx.fail("shape ", shape_to_string(shape), " has a negative dimension");
+    if (__builtin_mul_overflow(n, d, &n)) ctx.fail("shape ", shape_to_string(shape), " has too many elements");
+  }
+  return n;
+}
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];

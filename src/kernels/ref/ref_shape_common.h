@@ -25,6 +25,10 @@ void register_pad(KernelRegistry& r);       // ref_shape_pad.cpp: Pad
 int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank,
                        const char* what = "axis");
 
+// The element count of a shape computed from data (Reshape, Expand, Tile, ...); an
+// error naming the node when a dim is negative or the product overflows int64.
+int64_t checked_numel(const KernelContext& ctx, const std::vector<int64_t>& shape);
+
 // Row-major element strides of a contiguous tensor of this shape.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 

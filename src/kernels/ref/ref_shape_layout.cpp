@@ -40,7 +40,8 @@ void reshape_kernel(KernelContext& ctx) {
       }
     }
     shape[i] = d;
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known))
+      ctx.fail("shape ", shape_to_string(target), " has too many elements");
   }
   if (allow_zero && has_zero && inferred >= 0)
     ctx.fail("shape ", shape_to_string(target), " has both 0 and -1 while allowzero is set");
@@ -49,9 +50,8 @@ void reshape_kernel(KernelContext& ctx) {
       ctx.fail("cannot reshape ", x.describe(), " to ", shape_to_string(target));
     shape[inferred] = x.numel() / known;
   }
-  if (shape_numel(shape) != x.numel())
-    ctx.fail("cannot reshape ", x.describe(), " to ", shape_to_string(target), " (",
-             shape_numel(shape), " elements)");
+  if (const int64_t n = checked_numel(ctx, shape); n != x.numel())
+    ctx.fail("cannot reshape ", x.describe(), " to ", shape_to_string(target), " (", n, " elements)");
   ctx.set_output(0, reshaped(x, std::move(shape)));
 }
 

@@ -30,12 +30,15 @@ PadMode parse_mode(const KernelContext& ctx) {
 // For one axis: the input index each output index reads, or -1 for the constant value.
 std::vector<int64_t> axis_map(const KernelContext& ctx, PadMode mode, int64_t dim, int64_t pad_begin,
                               int64_t pad_end, int64_t axis, int64_t* out_dim) {
-  const int64_t crop = std::max<int64_t>(0, -pad_begin);
-  const int64_t kept = dim - crop - std::max<int64_t>(0, -pad_end);
+  // pads near INT64_MIN cannot be negated; they remove everything anyway
+  const int64_t crop = pad_begin < -dim ? dim + 1 : std::max<int64_t>(0, -pad_begin);
+  const int64_t kept = dim - crop - (pad_end < -dim ? dim + 1 : std::max<int64_t>(0, -pad_end));
   if (kept < 0)
     ctx.fail("pads ", pad_begin, ", ", pad_end, " remove more than the ", dim, " elements of axis ", axis);
   const int64_t before = std::max<int64_t>(0, pad_begin);
-  *out_dim = kept + before + std::max<int64_t>(0, pad_end);
+  if (__builtin_add_overflow(kept, before, out_dim) ||
+      __builtin_add_overflow(*out_dim, std::max<int64_t>(0, pad_end), out_dim))
+    ctx.fail("pads ", pad_begin, ", ", pad_end, " make axis ", axis, " too large");
   if (mode != PadMode::Constant && kept == 0 && *out_dim > 0)
     ctx.fail("cannot pad axis ", axis, " in this mode: it has no elements to repeat");
   std::vector<int64_t> map(*out_dim);
@@ -102,6 +105,7 @@ void pad_kernel(KernelContext& ctx) {
   std::vector<std::vector<int64_t>> maps(rank);
   for (int64_t d = 0; d < rank; ++d)
     maps[d] = axis_map(ctx, mode, x.shape()[d], begin[d], end[d], d, &shape[d]);
+  checked_numel(ctx, shape);
   const std::vector<int64_t> strides = contiguous_strides(x.shape());
   ElementWriter out(x.dtype(), shape);
   const int64_t total = out.numel();

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "analysis/macs.h"
+#include "kernels/kernel.h"
 #include "ops/op_registry.h"
 
 namespace octet {
@@ -66,19 +67,20 @@ json macs_json(const Graph& g, const Bindings& bindings) {
   return {{"bindings", b}, {"total", entry(total)}, {"by_op", per}};
 }
 
+// Per op type: does octet infer its types and shapes, and does it have a kernel to run it.
 json support_json(const Graph& g) {
-  std::map<std::string, bool> seen;
-  for (const Node* n : g.nodes())
-    seen[op_key(*n)] = OpRegistry::global().find(n->domain(), n->op_type()) != nullptr;
   json ops = json::object();
-  json unsupported = json::array();
-  for (const auto& [op, known] : seen) {
-    // Shape inference exists for every known op; reference kernels arrive with the
-    // runtime, so "runs" stays false until an op has one.
-    ops[op] = {{"shape_inference", known}, {"runs", false}};
-    if (!known) unsupported.push_back(op);
+  json unsupported = json::array(), not_runnable = json::array();
+  for (const Node* n : g.nodes()) {
+    const std::string key = op_key(*n);
+    if (ops.contains(key)) continue;
+    bool infers = OpRegistry::global().find(n->domain(), n->op_type()) != nullptr;
+    bool runs = KernelRegistry::reference().find(n->domain(), n->op_type()) != nullptr;
+    ops[key] = {{"shape_inference", infers}, {"runs", runs}};
+    if (!infers) unsupported.push_back(key);
+    if (!runs) not_runnable.push_back(key);
   }
-  return {{"ops", ops}, {"unsupported", unsupported}};
+  return {{"ops", ops}, {"unsupported", unsupported}, {"not_runnable", not_runnable}};
 }
 
 }  // namespace
@@ -153,7 +155,8 @@ std::string render_summary_text(const nlohmann::json& s) {
   for (const auto& [op, count] : s["op_histogram"].items()) {
     const json& sup = support[op];
     out << "  " << std::left << std::setw(28) << op << std::right << std::setw(6) << count.get<int64_t>()
-        << (sup["shape_inference"].get<bool>() ? "" : "   (unsupported)") << "\n";
+        << (sup["shape_inference"].get<bool>() ? "" : "   (no shape inference)")
+        << (sup["runs"].get<bool>() ? "" : "   (no kernel)") << "\n";
   }
 
   const json& macs = s["macs"];
@@ -171,9 +174,19 @@ std::string render_summary_text(const nlohmann::json& s) {
   out << "  " << std::left << std::setw(28) << "total" << std::right << " " << mac_text(macs["total"]) << "\n";
 
   const json& unsupported = s["support"]["unsupported"];
-  out << "\nsupport: " << (unsupported.empty() ? "every op has type and shape inference" : "unsupported ops:");
-  for (const auto& op : unsupported) out << " " << op.get<std::string>();
-  out << "; runtime kernels: not yet available\n";
+  const json& not_runnable = s["support"]["not_runnable"];
+  out << "\nsupport: ";
+  if (unsupported.empty() && not_runnable.empty()) out << "octet infers and runs every op in this model";
+  if (!unsupported.empty()) {
+    out << "no shape inference for";
+    for (const auto& op : unsupported) out << " " << op.get<std::string>();
+    out << (not_runnable.empty() ? "" : "; ");
+  }
+  if (!not_runnable.empty()) {
+    out << "no kernel for";
+    for (const auto& op : not_runnable) out << " " << op.get<std::string>();
+  }
+  out << "\n";
   if (!s["warnings"].empty()) {
     out << "\nwarnings:\n";
     for (const auto& w : s["warnings"]) out << "  " << w.get<std::string>() << "\n";

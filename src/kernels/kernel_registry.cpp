@@ -20,6 +20,8 @@ void KernelContext::set_output(size_t i, Tensor tensor) {
 }
 
 void KernelRegistry::add(const std::string& domain, const std::string& op_type, KernelFn fn) {
+  // Two families claiming one op would make the winner depend on registration order.
+  OCTET_ASSERT(!kernels_.count({domain, op_type}), "kernel ", domain, "::", op_type, " registered twice");
   kernels_[{domain, op_type}] = fn;
 }
 

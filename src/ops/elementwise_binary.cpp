@@ -106,8 +106,9 @@ void infer_div(InferContext& ctx) { binary(ctx, is_numeric_type, kNumericTypes);
 void infer_mod(InferContext& ctx) {
   binary(ctx, is_numeric_type, kNumericTypes);
   bool fmod = attr_flag(ctx, "fmod", false);
-  if (!fmod && is_float_type(ctx.input_dtype(0)))
-    ctx.fail("fmod=0 with floating ", describe_input(ctx, 0), "; Mod requires fmod=1 for floats");
+  // Integer-style (sign of the divisor) Mod on floats arrived in opset 28.
+  if (!fmod && is_float_type(ctx.input_dtype(0)) && onnx_opset(ctx) < 28)
+    ctx.fail("fmod=0 with floating ", describe_input(ctx, 0), "; Mod requires fmod=1 for floats before opset 28");
   if (!fmod) with_values<mod_value>(ctx);
 }
 

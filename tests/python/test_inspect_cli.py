@@ -93,6 +93,7 @@ def check_fixture(name, dims):
     path = os.path.join(FIXTURES, name)
     s = inspect_json(path, dims)
     assert not s["support"]["unsupported"], f"ops without inference: {s['support']['unsupported']}"
+    assert not s["support"]["not_runnable"], f"ops without a kernel: {s['support']['not_runnable']}"
     declared = {o.name: o for o in onnx.load(path, load_external_data=False).graph.output}
     for o in s["outputs"]:
         assert o["shape"] is not None, f"output {o['name']} has unknown rank"

@@ -113,9 +113,6 @@ void isinf_kernel(KernelContext& ctx) {
   });
 }
 
-// Identity shares the input's buffer: tensors are immutable once produced.
-void identity_kernel(KernelContext& ctx) { ctx.set_output(0, ctx.input(0)); }
-
 // Dropout at inference is the identity, with an all-true mask. Before opset 12 there is no
 // training switch octet honours (opsets 1-6 had is_test, default 0, but an inference
 // runtime never drops); from opset 12 the optional training_mode input may ask for random
@@ -176,8 +173,7 @@ void register_elementwise_unary(KernelRegistry& r) {
   r.add("", "Not", not_kernel);
   r.add("", "IsNaN", isnan_kernel);
   r.add("", "IsInf", isinf_kernel);
-  r.add("", "Identity", identity_kernel);
-  r.add("", "Dropout", dropout_kernel);
+  r.add("", "Dropout", dropout_kernel);  // Identity lives with the shape family
 }
 
 }  // namespace octet::ref

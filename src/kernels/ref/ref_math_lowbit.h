@@ -41,6 +41,10 @@ struct MiniFloat {
     switch (special) {
       case Special::FNUZ: return 0x80;
       case Special::None: return static_cast<uint8_t>(1 << sign_shift());  // -0, as ml_dtypes does
+      // IEEE-style (E5M2): the quiet NaN, all-ones exponent with the top mantissa bit (0x7E).
+      case Special::IEEE:
+        return static_cast<uint8_t>((((1 << exp_bits) - 1) << mant_bits) | (1 << (mant_bits - 1)) |
+                                    (negative << sign_shift()));
       default: return static_cast<uint8_t>(((1 << sign_shift()) - 1) | (negative << sign_shift()));
     }
   }

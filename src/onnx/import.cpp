@@ -156,7 +156,9 @@ class Importer {
       if (!in.has_type()) fail("graph input '", in.name(), "' has no type");
       std::string why;
       auto type = onnx_io::type_from_proto(in.type(), &why);
-      if (!type) fail("graph input '", in.name(), "' has ", why);
+      if (!type)
+        fail("graph input '", in.name(), "' has ", why,
+             in.type().has_tensor_type() ? "" : "; octet supports tensor inputs only");
       model_.graph->add_input(in.name(), *type);
     }
   }

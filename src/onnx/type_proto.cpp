@@ -26,8 +26,8 @@ std::optional<TensorType> type_from_proto(const onnx::TypeProto& proto, std::str
   }
   auto dtype = dtype_from_onnx(tt.elem_type());
   if (!dtype) {
-    *why = "element type code " + std::to_string(tt.elem_type()) +
-           ", which octet does not support (ONNX's float8e8m0 = 24, uint2 = 25, int2 = 26 and newer are not implemented)";
+    *why = "unknown elem_type " + std::to_string(tt.elem_type()) +
+           " (octet does not implement ONNX's float8e8m0, uint2, int2 or newer types)";
     return std::nullopt;
   }
   if (!tt.has_shape()) return TensorType(*dtype, std::nullopt);

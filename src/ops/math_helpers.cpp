@@ -82,18 +82,6 @@ bool attr_flag(const InferContext& ctx, const std::string& name, bool fallback) 
   return ctx.node().attr_int(name, fallback ? 1 : 0) != 0;
 }
 
-std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank) {
-  std::vector<int64_t> out;
-  std::set<int64_t> seen;
-  for (int64_t a : axes) {
-    int64_t n = normalize_axis(ctx, a, rank);
-    if (!seen.insert(n).second) ctx.fail("axis ", a, " is named more than once in axes");
-    out.push_back(n);
-  }
-  return out;
-}
-
 std::optional<DimVector> map_values(const std::vector<DimVector>& args, const ValueFn& fn) {
   // numpy broadcasting for rank <= 1: every length is 1 or the common length n.
   std::optional<size_t> n;

@@ -52,9 +52,6 @@ void require_unidirectional(const InferContext& ctx, size_t i, const DimVector& 
 // Reads an optional int attribute that must be 0 or 1.
 bool attr_flag(const InferContext& ctx, const std::string& name, bool fallback);
 
-// Normalizes axes against `rank`; fails on an axis out of range or named twice.
-std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank);
 
 // ---- symbolic values (contents of rank-0/1 integer tensors)
 

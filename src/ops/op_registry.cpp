@@ -69,6 +69,21 @@ int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> out;
+  for (int64_t a : axes) {
+    int64_t n = normalize_axis(ctx, a, rank);
+    for (int64_t prev : out)
+      if (prev == n) {
+        std::string list;
+        for (int64_t x : axes) list += (list.empty() ? "" : ",") + std::to_string(x);
+        ctx.fail("axis ", a, " is repeated in [", list, "]");
+      }
+    out.push_back(n);
+  }
+  return out;
+}
+
 void OpRegistry::add(OpDef def) {
   auto key = std::make_pair(def.domain, def.op_type);
   // Two families claiming one op would make the winner depend on registration order.

@@ -85,5 +85,7 @@ int64_t onnx_opset(const InferContext& ctx);
 
 // Normalizes a possibly negative axis against `rank`; an error naming the node if out of range.
 int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank);
+// Normalizes a list of axes; a repeated axis is an error naming the node.
+std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes, int64_t rank);
 
 }  // namespace octet

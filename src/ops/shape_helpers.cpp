@@ -85,18 +85,6 @@ std::optional<int64_t> vector_length(const InferContext& ctx, size_t i, const st
   return (*dims)[0].constant();
 }
 
-std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank) {
-  std::vector<int64_t> out;
-  std::set<int64_t> seen;
-  for (int64_t a : axes) {
-    int64_t n = normalize_axis(ctx, a, rank);
-    if (!seen.insert(n).second) ctx.fail("axis ", a, " is repeated in ", ints_to_string(axes));
-    out.push_back(n);
-  }
-  return out;
-}
-
 IntList int_list_arg(const InferContext& ctx, const std::string& attr, size_t input,
                      int64_t input_since_opset) {
   IntList out;

@@ -63,9 +63,6 @@ void require_int64(const InferContext& ctx, size_t i, const std::string& what);
 // Fails when the input's rank is known and is not 1 (or not 0/1 with allow_scalar).
 std::optional<int64_t> vector_length(const InferContext& ctx, size_t i, const std::string& what,
                                      bool allow_scalar = false);
-// Normalizes every axis against rank, failing on duplicates or out-of-range axes.
-std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank);
 
 // Where an op's list argument (axes, split, pads, starts) lives at this opset.
 enum class ListSource { Absent, Known, Unknown };

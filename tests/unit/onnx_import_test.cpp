@@ -144,6 +144,12 @@ TEST(OnnxImport, GraphInputTypeErrors) {
     expect_error([&] { load(m, dir); }, "graph input 'x' has unknown elem_type 999");
   }
   {
+    // float6e2m3 (27) is the first code octet does not implement.
+    onnx::ModelProto m = add_model({1});
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(27);
+    expect_error([&] { load(m, dir); }, "graph input 'x' has unknown elem_type 27 (octet does not implement ONNX's float6e2m3");
+  }
+  {
     onnx::ModelProto m = add_model({1});
     m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_sequence_type();
     expect_error([&] { load(m, dir); }, "graph input 'x' has a sequence type; octet supports tensor inputs only");
@@ -351,7 +357,10 @@ TEST(OnnxImport, StoredTypeConflictsAreWarnings) {
   for (const auto& w : model.warnings) all += w + "\n";
   EXPECT_NE(all.find("value_info says 'w' is float32[4] but it is float32[3]"), std::string::npos) << all;
   EXPECT_NE(all.find("'x' is int64[3]"), std::string::npos) << all;
-  EXPECT_NE(all.find("value_info 'y' has unknown elem_type 999 (octet does not implement"), std::string::npos) << all;
+  EXPECT_NE(all.find("value_info 'y' has unknown elem_type 999 (octet does not implement ONNX's float6e2m3, "
+                     "float6e3m2 or newer types)"),
+            std::string::npos)
+      << all;
   EXPECT_EQ(model.graph->value("w")->type.to_string(), "float32[3]");
 }
 

@@ -245,6 +245,24 @@ TEST(OpsMathElementwise, CastNeedsAKnownTarget) {
   }
 }
 
+TEST(OpsMathElementwise, CastToTheNewestTypesAndRoundMode) {
+  G t(25);
+  t.in("x", DType::Float32, DimVector{batch, 4});
+  t.in("like", DType::Int2, DimVector{});
+  t.node("Cast", {"x"}, {"e"}, {Attribute::make_int("to", 24), Attribute::make_string("round_mode", "nearest")});
+  t.node("Cast", {"x"}, {"u"}, {Attribute::make_int("to", 25)});
+  t.node("CastLike", {"x", "like"}, {"i"}, {Attribute::make_string("round_mode", "down")});
+  t.infer();
+  expect_type(t.type("e"), DType::Float8E8M0, {batch, 4});
+  expect_type(t.type("u"), DType::UInt2, {batch, 4});
+  expect_type(t.type("i"), DType::Int2, {batch, 4});
+
+  G bad(25);
+  bad.in("x", DType::Float32, DimVector{4});
+  bad.node("Cast", {"x"}, {"e"}, {Attribute::make_int("to", 24), Attribute::make_string("round_mode", "zero")});
+  EXPECT_ERROR_HAS(bad.error(), "Cast_node", "round_mode is 'zero'", "'nearest'");
+}
+
 TEST(OpsMathElementwise, ClipBoundsAreScalarsOfTheInputType) {
   {
     G t;

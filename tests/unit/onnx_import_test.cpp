@@ -136,6 +136,26 @@ TEST(OnnxImport, StructuralErrorsNameFileAndNode) {
   }
 }
 
+TEST(OnnxImport, TwoBitAndE8M0Types) {
+  // int2 data with a float8e8m0 (MX) scale, opset 25 / IR 13.
+  TempDir dir;
+  onnx::ModelProto m = make_model(25, 13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", dtype_to_onnx(DType::Int2), {5});  // newer than this onnx.proto
+  add_raw_initializer(g, "s", dtype_to_onnx(DType::Float8E8M0), {}, std::string("\x7e", 1));
+  auto* n = add_node(g, "DequantizeLinear", {"x", "s"}, {"y"}, "dq");
+  auto* a = n->add_attribute();
+  a->set_name("output_dtype");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(onnx::TensorProto::FLOAT);
+  add_output(g, "y", onnx::TensorProto::FLOAT, {5});
+  Model model = load(m, dir);
+  EXPECT_TRUE(model.warnings.empty()) << model.warnings.front();
+  EXPECT_EQ(model.graph->value("x")->type.to_string(), "int2[5]");
+  EXPECT_EQ(model.graph->value("s")->type.to_string(), "float8e8m0[]");
+  EXPECT_EQ(model.graph->value("y")->type.to_string(), "float32[5]");
+}
+
 TEST(OnnxImport, GraphInputTypeErrors) {
   TempDir dir;
   {

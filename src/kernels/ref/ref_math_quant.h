@@ -100,6 +100,8 @@ inline bool quant_int_range(DType t, int64_t& lo, int64_t& hi) {
     case DType::Int16: lo = -32768; hi = 32767; return true;
     case DType::UInt4: lo = 0; hi = 15; return true;
     case DType::Int4: lo = -8; hi = 7; return true;
+    case DType::UInt2: lo = 0; hi = 3; return true;
+    case DType::Int2: lo = -2; hi = 1; return true;
     default: return false;
   }
 }

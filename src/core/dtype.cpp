@@ -37,8 +37,18 @@ constexpr DTypeInfo kInfo[] = {
     {DType::UInt4, "uint4", 4},
     {DType::Int4, "int4", 4},
     {DType::Float4E2M1, "float4e2m1", 4},
+    {DType::Float8E8M0, "float8e8m0", 8},
+    {DType::UInt2, "uint2", 2},
+    {DType::Int2, "int2", 2},
 };
 constexpr int kCount = sizeof(kInfo) / sizeof(kInfo[0]);
+
+constexpr bool indexed_by_code() {
+  for (int i = 0; i < kCount; ++i)
+    if (static_cast<int>(kInfo[i].type) != i) return false;
+  return true;
+}
+static_assert(indexed_by_code(), "kInfo[code] must describe the DType with that ONNX code");
 
 const DTypeInfo& info(DType t) {
   int code = static_cast<int>(t);
@@ -82,7 +92,7 @@ bool dtype_is_float(DType t) {
   switch (t) {
     case DType::Float32: case DType::Float16: case DType::Float64: case DType::BFloat16:
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
-    case DType::Float8E5M2FNUZ: case DType::Float4E2M1:
+    case DType::Float8E5M2FNUZ: case DType::Float4E2M1: case DType::Float8E8M0:
       return true;
     default:
       return false;
@@ -93,7 +103,7 @@ bool dtype_is_integer(DType t) {
   switch (t) {
     case DType::UInt8: case DType::Int8: case DType::UInt16: case DType::Int16:
     case DType::Int32: case DType::Int64: case DType::UInt32: case DType::UInt64:
-    case DType::UInt4: case DType::Int4:
+    case DType::UInt4: case DType::Int4: case DType::UInt2: case DType::Int2:
       return true;
     default:
       return false;
@@ -103,8 +113,10 @@ bool dtype_is_integer(DType t) {
 bool dtype_is_signed(DType t) {
   switch (t) {
     case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
-    case DType::Int4:
+    case DType::Int4: case DType::Int2:
       return true;
+    case DType::Float8E8M0:  // exponent only: no sign bit
+      return false;
     default:
       return dtype_is_float(t);
   }

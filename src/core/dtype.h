@@ -34,6 +34,9 @@ enum class DType : int32_t {
   UInt4 = 21,
   Int4 = 22,
   Float4E2M1 = 23,
+  Float8E8M0 = 24,  // exponent only: 2^(bits - 127), 0xFF = NaN; no sign, zero or inf
+  UInt2 = 25,
+  Int2 = 26,
 };
 
 // Maps an ONNX data type code to a DType; nullopt for codes this build does not know.
@@ -45,14 +48,32 @@ std::string dtype_name(DType t);
 // Accepts dtype_name() output and common aliases ("float", "fp16", "bf16", "f32", ...).
 std::optional<DType> dtype_from_name(const std::string& name);
 
-// Storage bits per element (4 for int4/uint4/float4, 0 for string/undefined).
+// Storage bits per element (4 for int4/uint4/float4, 2 for int2/uint2, 0 for
+// string/undefined).
 int dtype_bits(DType t);
-// Bytes needed to store n elements (sub-byte types pack two per byte, rounding up).
+// Bytes needed to store n elements (sub-byte types pack 8 / bits per byte, rounding up).
 size_t dtype_storage_bytes(DType t, int64_t n);
 
-bool dtype_is_float(DType t);     // any floating type, float8 included
-bool dtype_is_integer(DType t);   // signed or unsigned integer, 4-bit included
-bool dtype_is_signed(DType t);
+// Packed sub-byte elements (ONNX's layout): element i of a `bits`-bit type (2 or 4) lives
+// in byte i * bits / 8, the lowest bits holding the element with the lowest index. So
+// int4 [1, 2, 3] is 0x21 0x03 and uint2 [1, 2, 3, 0, 1] is 0x39 0x01. Padding bits of the
+// last byte are zero.
+inline uint8_t get_packed(const uint8_t* data, int64_t i, int bits) {
+  const int per_byte = 8 / bits;
+  const int shift = static_cast<int>(i % per_byte) * bits;
+  return static_cast<uint8_t>((data[i / per_byte] >> shift) & ((1u << bits) - 1));
+}
+inline void set_packed(uint8_t* data, int64_t i, int bits, uint8_t value) {
+  const int per_byte = 8 / bits;
+  const int shift = static_cast<int>(i % per_byte) * bits;
+  const unsigned mask = ((1u << bits) - 1) << shift;
+  uint8_t& byte = data[i / per_byte];
+  byte = static_cast<uint8_t>((byte & ~mask) | ((static_cast<unsigned>(value) << shift) & mask));
+}
+
+bool dtype_is_float(DType t);     // any floating type, float8 (float8e8m0 too) included
+bool dtype_is_integer(DType t);   // signed or unsigned integer, 4- and 2-bit included
+bool dtype_is_signed(DType t);    // signed integers and the floats with a sign bit
 
 // C++ type -> DType, for the types kernels touch directly.
 template <typename T>

@@ -90,19 +90,23 @@ Tensor from_typed_fields(const onnx::TensorProto& p, const Layout& l, const std:
       check_count(p.string_data_size(), n, "string_data", l, context);
       return Tensor::strings(l.shape, {p.string_data().begin(), p.string_data().end()});
     }
-    case DType::Int4: case DType::UInt4: case DType::Float4E2M1: {
-      // Already packed: each int32 holds one byte of two 4-bit values, low nibble first.
+    case DType::Int4: case DType::UInt4: case DType::Float4E2M1: case DType::Int2: case DType::UInt2: {
+      // Already packed: each int32 holds one byte of two 4-bit or four 2-bit values, the
+      // first element in the lowest bits.
       int64_t packed = static_cast<int64_t>(l.bytes);
       check_count(p.int32_data_size(), packed, "int32_data", l, context);
       Tensor t(l.dtype, l.shape);
       uint8_t* out = t.mutable_raw();
       for (int64_t i = 0; i < packed; ++i) out[i] = static_cast<uint8_t>(p.int32_data(static_cast<int>(i)));
-      if (n % 2) out[packed - 1] &= 0x0f;  // the unused high nibble is zero by convention
+      // The unused high bits of the last byte are zero by convention.
+      const int64_t used_bits = n * dtype_bits(l.dtype) % 8;
+      if (used_bits) out[packed - 1] &= static_cast<uint8_t>((1u << used_bits) - 1);
       return t;
     }
     case DType::Int32: case DType::Int16: case DType::Int8: case DType::UInt16: case DType::UInt8:
     case DType::Bool: case DType::Float16: case DType::BFloat16: case DType::Float8E4M3FN:
-    case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ: {
+    case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+    case DType::Float8E8M0: {
       // One element per int32, holding the value (or the bit pattern, for 16- and 8-bit
       // floats) in its low bytes.
       check_count(p.int32_data_size(), n, "int32_data", l, context);

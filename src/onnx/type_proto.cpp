@@ -27,7 +27,7 @@ std::optional<TensorType> type_from_proto(const onnx::TypeProto& proto, std::str
   auto dtype = dtype_from_onnx(tt.elem_type());
   if (!dtype) {
     *why = "unknown elem_type " + std::to_string(tt.elem_type()) +
-           " (octet does not implement ONNX's float8e8m0, uint2, int2 or newer types)";
+           " (octet does not implement ONNX's float6e2m3, float6e3m2 or newer types)";
     return std::nullopt;
   }
   if (!tt.has_shape()) return TensorType(*dtype, std::nullopt);

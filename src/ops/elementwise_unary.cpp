@@ -117,6 +117,13 @@ void propagate_cast_values(InferContext& ctx, DType from, DType to) {
   });
 }
 
+// `round_mode` (opset 24) picks how values round to float8e8m0.
+void check_round_mode(const InferContext& ctx) {
+  const std::string mode = ctx.node().attr_string("round_mode", "up");
+  if (mode != "up" && mode != "down" && mode != "nearest")
+    ctx.fail("round_mode is '", mode, "'; expected 'up', 'down' or 'nearest'");
+}
+
 void infer_cast(InferContext& ctx) {
   const Attribute* to_attr = ctx.node().find_attr("to");
   if (!to_attr) ctx.fail("attribute 'to' is required");
@@ -124,11 +131,13 @@ void infer_cast(InferContext& ctx) {
   auto to = dtype_from_onnx(static_cast<int32_t>(code));
   if (!to || *to == DType::Undefined) ctx.fail("attribute to=", code, " is not a known element type");
   // `saturate` (opset 19) changes only how out-of-range float8 values convert.
+  check_round_mode(ctx);
   ctx.set_output(0, *to, ctx.input_dims(0));
   propagate_cast_values(ctx, ctx.input_dtype(0), *to);
 }
 
 void infer_cast_like(InferContext& ctx) {
+  check_round_mode(ctx);
   DType to = ctx.input_dtype(1);
   ctx.set_output(0, to, ctx.input_dims(0));
   propagate_cast_values(ctx, ctx.input_dtype(0), to);

@@ -2,9 +2,12 @@
 // integer matmuls/convolutions are in quant_matmul_ops.cpp.
 //
 // Opset differences:
-// - quantized types: int8/uint8; + float8 (19); + int16/uint16/int4/uint4 (21); + float4 (23)
+// - quantized types: int8/uint8; + float8 (19); + int16/uint16/int4/uint4 (21); + float4
+//   (23); + int2/uint2 (25)
 // - scale type: float32 up to 18; the input's type in 19-21 (QuantizeLinear); a free
-//   float type from 23; DequantizeLinear's output follows the scale, or output_dtype (23)
+//   float type from 23; float8e8m0 too from 24 (MX scales: powers of two)
+// - DequantizeLinear's output follows the scale, or output_dtype (23); with a float8e8m0
+//   scale output_dtype is required, as the output is float32, float16 or bfloat16
 // - blocked quantization (block_size) and QuantizeLinear's output_dtype from 21
 //
 // Granularity is read off the scale's shape: a scalar (or one element) is per tensor, a
@@ -29,7 +32,8 @@ bool is_quantized_type(DType t, int64_t opset) {
   if (opset >= 19 && is_float8(t)) return true;
   if (opset >= 21 && (t == DType::Int16 || t == DType::UInt16 || t == DType::Int4 || t == DType::UInt4))
     return true;
-  return opset >= 23 && t == DType::Float4E2M1;
+  if (opset >= 23 && t == DType::Float4E2M1) return true;
+  return opset >= 25 && (t == DType::Int2 || t == DType::UInt2);
 }
 
 std::string quantized_types(int64_t opset) {
@@ -37,6 +41,7 @@ std::string quantized_types(int64_t opset) {
   if (opset >= 19) s += ", float8";
   if (opset >= 21) s += ", int16, uint16, int4, uint4";
   if (opset >= 23) s += ", float4e2m1";
+  if (opset >= 25) s += ", int2, uint2";
   return s;
 }
 
@@ -96,6 +101,8 @@ void check_granularity(const InferContext& ctx, int64_t opset) {
 bool is_q_input(DType t) { return is_float_type(t) && t != DType::Float64; }
 bool is_q_input_or_int32(DType t) { return is_q_input(t) || t == DType::Int32; }
 bool is_float32_or_int32(DType t) { return t == DType::Float32 || t == DType::Int32; }
+bool is_q_scale_24(DType t) { return is_q_input_or_int32(t) || t == DType::Float8E8M0; }
+bool is_dq_scale_24(DType t) { return is_q_input(t) || t == DType::Float8E8M0; }
 
 void infer_quantize(InferContext& ctx) {
   const int64_t opset = onnx_opset(ctx);
@@ -103,7 +110,9 @@ void infer_quantize(InferContext& ctx) {
     require_type(ctx, 0, is_q_input_or_int32, "float32, float16, bfloat16 or int32");
   else
     require_type(ctx, 0, is_float32_or_int32, "float32 or int32");
-  if (opset >= 23)
+  if (opset >= 24)
+    require_type(ctx, 1, is_q_scale_24, "float32, float16, bfloat16, int32 or float8e8m0");
+  else if (opset >= 23)
     require_type(ctx, 1, is_q_input_or_int32, "float32, float16, bfloat16 or int32");
   else if (opset >= 19)
     require_same_type(ctx, 0, 1);  // y_scale shares x's type variable T1
@@ -138,7 +147,9 @@ void infer_dequantize(InferContext& ctx) {
   if (x != DType::Int32 && !is_quantized_type(x, opset))
     ctx.fail(describe_input(ctx, 0), " has element type ", dtype_name(x), "; DequantizeLinear at opset ",
              opset, " reads ", quantized_types(opset), " or int32");
-  if (opset >= 19)
+  if (opset >= 24)
+    require_type(ctx, 1, is_dq_scale_24, "float32, float16, bfloat16 or float8e8m0");
+  else if (opset >= 19)
     require_type(ctx, 1, is_q_input, "float32, float16 or bfloat16");
   else
     require_dtype(ctx, 1, DType::Float32);
@@ -151,6 +162,9 @@ void infer_dequantize(InferContext& ctx) {
       if (!t || !is_q_input(*t))
         ctx.fail("output_dtype=", code, " is not float32, float16 or bfloat16");
       out = *t;
+    } else if (out == DType::Float8E8M0) {
+      ctx.fail("scale ", describe_input(ctx, 1), " is float8e8m0, so output_dtype must say the output type "
+               "(float32, float16 or bfloat16)");
     }
   }
   check_granularity(ctx, opset);

@@ -3,7 +3,7 @@
 
 For every model under tests/models/fixtures, and for small models built here with
 onnx.helper (external data, Constant nodes, an If subgraph reading the outer scope,
-an opset-21 int4 blocked DequantizeLinear, typed tensor fields, unsorted nodes, sparse
+an opset-21 int4 blocked DequantizeLinear, opset-25 int2/uint2/float8e8m0 tensors, typed tensor fields, unsorted nodes, sparse
 and input-listed initializers, a model-local function), it runs
 
     octet_roundtrip IN OUT [--external-data]
@@ -138,7 +138,7 @@ class Runner:
 
 # ----------------------------------------------------------------------------- built models
 
-IR_FOR_OPSET = {17: 8, 19: 9, 21: 10, 23: 11}  # the oldest IR each opset allows: runs on older runtimes
+IR_FOR_OPSET = {17: 8, 19: 9, 21: 10, 23: 11, 25: 13}  # the oldest IR each opset allows: runs on older runtimes
 
 
 def make_model(graph, opset, **kw):
@@ -228,6 +228,30 @@ def build_int4(work):
                           [w, scale, zp])
     m = make_model(g, 21)
     return save(m, os.path.join(work, "int4.onnx"))
+
+
+def build_two_bit(work):
+    # IR 13 / opset 25: a blocked int2 weight with int2 zero points (six elements: the
+    # last byte half padding), a uint2 vector of five and float8e8m0 values, all written by
+    # helper.make_tensor into int32_data (packed four per entry for the 2-bit types).
+    k, n, block = 8, 3, 4
+    rng = np.random.default_rng(RNG_SEED)
+    w = helper.make_tensor("wq", TensorProto.INT2, [k, n], rng.integers(-2, 2, (k, n)).flatten().tolist())
+    scale = numpy_helper.from_array((rng.random((k // block, n)) * 0.1 + 0.01).astype(np.float32), "ws")
+    zp = helper.make_tensor("wz", TensorProto.INT2, [k // block, n], [-2, -1, 0, 1, 1, -2])
+    u = helper.make_tensor("u", TensorProto.UINT2, [5], [0, 1, 2, 3, 1])
+    e = helper.make_tensor("e", TensorProto.FLOAT8E8M0, [n], [0.25, 1.0, 64.0])
+    nodes = [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=0, block_size=block),
+             helper.make_node("MatMul", ["x", "w"], ["y"]),
+             helper.make_node("Cast", ["e"], ["ef"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["y", "ef"], ["z"]),
+             helper.make_node("Cast", ["u"], ["uf"], to=TensorProto.FLOAT)]
+    g = helper.make_graph(nodes, "two_bit",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", k])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", n]),
+                           helper.make_tensor_value_info("uf", TensorProto.FLOAT, [5])],
+                          [w, scale, zp, u, e])
+    return save(make_model(g, 25), os.path.join(work, "two_bit.onnx"))
 
 
 def build_typed_fields(work):
@@ -385,6 +409,7 @@ def main():
             ("constants", build_constants, None),
             ("if_subgraph", build_if, check_subgraphs),
             ("int4_dequantize", build_int4, None),
+            ("two_bit_and_e8m0", build_two_bit, None),
             ("typed_fields", build_typed_fields, None),
             ("unsorted_legacy", build_unsorted_and_legacy, check_props),
             ("local_function", build_function, check_function),

@@ -136,12 +136,38 @@ TEST(OnnxImport, StructuralErrorsNameFileAndNode) {
   }
 }
 
+TEST(OnnxImport, TwoBitAndE8M0Types) {
+  // int2 data with a float8e8m0 (MX) scale, opset 25 / IR 13.
+  TempDir dir;
+  onnx::ModelProto m = make_model(25, 13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", dtype_to_onnx(DType::Int2), {5});  // newer than this onnx.proto
+  add_raw_initializer(g, "s", dtype_to_onnx(DType::Float8E8M0), {}, std::string("\x7e", 1));
+  auto* n = add_node(g, "DequantizeLinear", {"x", "s"}, {"y"}, "dq");
+  auto* a = n->add_attribute();
+  a->set_name("output_dtype");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(onnx::TensorProto::FLOAT);
+  add_output(g, "y", onnx::TensorProto::FLOAT, {5});
+  Model model = load(m, dir);
+  EXPECT_TRUE(model.warnings.empty()) << model.warnings.front();
+  EXPECT_EQ(model.graph->value("x")->type.to_string(), "int2[5]");
+  EXPECT_EQ(model.graph->value("s")->type.to_string(), "float8e8m0[]");
+  EXPECT_EQ(model.graph->value("y")->type.to_string(), "float32[5]");
+}
+
 TEST(OnnxImport, GraphInputTypeErrors) {
   TempDir dir;
   {
     onnx::ModelProto m = add_model({1});
     m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(999);
     expect_error([&] { load(m, dir); }, "graph input 'x' has unknown elem_type 999");
+  }
+  {
+    // float6e2m3 (27) is the first code octet does not implement.
+    onnx::ModelProto m = add_model({1});
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(27);
+    expect_error([&] { load(m, dir); }, "graph input 'x' has unknown elem_type 27 (octet does not implement ONNX's float6e2m3");
   }
   {
     onnx::ModelProto m = add_model({1});
@@ -351,7 +377,10 @@ TEST(OnnxImport, StoredTypeConflictsAreWarnings) {
   for (const auto& w : model.warnings) all += w + "\n";
   EXPECT_NE(all.find("value_info says 'w' is float32[4] but it is float32[3]"), std::string::npos) << all;
   EXPECT_NE(all.find("'x' is int64[3]"), std::string::npos) << all;
-  EXPECT_NE(all.find("value_info 'y' has unknown elem_type 999 (octet does not implement"), std::string::npos) << all;
+  EXPECT_NE(all.find("value_info 'y' has unknown elem_type 999 (octet does not implement ONNX's float6e2m3, "
+                     "float6e3m2 or newer types)"),
+            std::string::npos)
+      << all;
   EXPECT_EQ(model.graph->value("w")->type.to_string(), "float32[3]");
 }
 

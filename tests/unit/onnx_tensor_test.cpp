@@ -146,6 +146,53 @@ TEST(OnnxTensor, Int4PackingFollowsTheSpec) {
   EXPECT_EQ(read(f4).dtype(), DType::Float4E2M1);
 }
 
+TEST(OnnxTensor, Int2PackingFollowsTheSpec) {
+  // int2 [-2, -1, 0, 1, -2]: four per byte, lowest bits first: 0x4E, 0x02 (what
+  // onnx.helper.make_tensor writes into int32_data).
+  auto p = tensor(dtype_to_onnx(DType::Int2), {5});
+  p.add_int32_data(0x4E);
+  p.add_int32_data(0xFE);  // stray bits beyond the fifth element are cleared
+  Tensor t = read(p);
+  EXPECT_EQ(t.describe(), "int2[5]");
+  ASSERT_EQ(t.bytes(), 2u);
+  EXPECT_EQ(t.raw()[0], 0x4E);
+  EXPECT_EQ(t.raw()[1], 0x02);
+
+  // uint2 [0, 1, 2, 3, 3, 2, 1] from raw_data.
+  auto u = tensor(dtype_to_onnx(DType::UInt2), {7});
+  u.set_raw_data(std::string("\xE4\x1B", 2));
+  Tensor tu = read(u);
+  EXPECT_EQ(tu.describe(), "uint2[7]");
+  EXPECT_EQ(values<uint8_t>(Tensor(DType::UInt8, {2}, tu.buffer())), (std::vector<uint8_t>{0xE4, 0x1B}));
+
+  // int32_data and raw_data both count packed bytes.
+  auto wrong = tensor(dtype_to_onnx(DType::UInt2), {5});
+  for (int i = 0; i < 5; ++i) wrong.add_int32_data(1);
+  expect_error([&] { read(wrong); }, "uint2[5]) has 5 int32_data values, expected 2");
+  auto short_raw = tensor(dtype_to_onnx(DType::Int2), {9});
+  short_raw.set_raw_data(std::string("\x01\x02", 2));
+  expect_error([&] { read(short_raw); }, "has 2 bytes of raw_data, expected 3");
+  // A multiple of four elements fills the last byte.
+  auto full = tensor(dtype_to_onnx(DType::Int2), {2, 2});
+  full.add_int32_data(0xFF);
+  EXPECT_EQ(read(full).raw()[0], 0xFF);
+}
+
+TEST(OnnxTensor, Float8E8M0OneBytePerElement) {
+  // 2^0, 2^-127, NaN and 2^127 as bit patterns: one per int32_data entry, or raw bytes.
+  auto p = tensor(dtype_to_onnx(DType::Float8E8M0), {4});
+  for (int v : {127, 0, 255, 254}) p.add_int32_data(v);
+  Tensor t = read(p);
+  EXPECT_EQ(t.describe(), "float8e8m0[4]");
+  EXPECT_EQ(values<uint8_t>(Tensor(DType::UInt8, {4}, t.buffer())), (std::vector<uint8_t>{0x7F, 0x00, 0xFF, 0xFE}));
+  auto raw = tensor(dtype_to_onnx(DType::Float8E8M0), {2});
+  raw.set_raw_data(std::string("\x80\x7e", 2));
+  EXPECT_EQ(values<uint8_t>(Tensor(DType::UInt8, {2}, read(raw).buffer())), (std::vector<uint8_t>{0x80, 0x7E}));
+  auto wrong = tensor(dtype_to_onnx(DType::Float8E8M0), {3});
+  wrong.add_int32_data(1);
+  expect_error([&] { read(wrong); }, "float8e8m0[3]) has 1 int32_data values, expected 3");
+}
+
 TEST(OnnxTensor, Uint64DataForUnsigned) {
   auto u32 = tensor(onnx::TensorProto::UINT32, {2});
   u32.add_uint64_data(4294967295u);
@@ -195,8 +242,8 @@ TEST(OnnxTensor, SizeAndTypeErrorsNameTheTensor) {
 
   auto bad = tensor(999, {1});
   expect_error([&] { read(bad); }, "test.onnx: initializer 't' has unknown data_type 999");
-  auto newer = tensor(24, {1});  // float8e8m0, newer than octet's dtypes
-  expect_error([&] { read(newer); }, "unknown data_type 24");
+  auto newer = tensor(27, {1});  // float6e2m3, newer than octet's dtypes
+  expect_error([&] { read(newer); }, "unknown data_type 27");
   auto undef = tensor(0, {1});
   expect_error([&] { read(undef); }, "has no data_type");
 
@@ -217,7 +264,8 @@ TEST(OnnxTensor, SizeAndTypeErrorsNameTheTensor) {
 
 TEST(OnnxTensor, ToProtoWritesLittleEndianRawData) {
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Int4, DType::UInt4, DType::Int8,
-                   DType::Int64, DType::Bool, DType::Float8E5M2, DType::Float64, DType::UInt32}) {
+                   DType::Int64, DType::Bool, DType::Float8E5M2, DType::Float64, DType::UInt32, DType::Int2,
+                   DType::UInt2, DType::Float8E8M0}) {
     Tensor t(dt, {3, 2});
     for (size_t i = 0; i < t.bytes(); ++i) t.mutable_raw()[i] = static_cast<uint8_t>(i * 37 + 1);
     if (dt == DType::Bool) for (size_t i = 0; i < t.bytes(); ++i) t.mutable_raw()[i] &= 1;

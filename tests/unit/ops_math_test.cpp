@@ -245,6 +245,24 @@ TEST(OpsMathElementwise, CastNeedsAKnownTarget) {
   }
 }
 
+TEST(OpsMathElementwise, CastToTheNewestTypesAndRoundMode) {
+  G t(25);
+  t.in("x", DType::Float32, DimVector{batch, 4});
+  t.in("like", DType::Int2, DimVector{});
+  t.node("Cast", {"x"}, {"e"}, {Attribute::make_int("to", 24), Attribute::make_string("round_mode", "nearest")});
+  t.node("Cast", {"x"}, {"u"}, {Attribute::make_int("to", 25)});
+  t.node("CastLike", {"x", "like"}, {"i"}, {Attribute::make_string("round_mode", "down")});
+  t.infer();
+  expect_type(t.type("e"), DType::Float8E8M0, {batch, 4});
+  expect_type(t.type("u"), DType::UInt2, {batch, 4});
+  expect_type(t.type("i"), DType::Int2, {batch, 4});
+
+  G bad(25);
+  bad.in("x", DType::Float32, DimVector{4});
+  bad.node("Cast", {"x"}, {"e"}, {Attribute::make_int("to", 24), Attribute::make_string("round_mode", "zero")});
+  EXPECT_ERROR_HAS(bad.error(), "Cast_node", "round_mode is 'zero'", "'nearest'");
+}
+
 TEST(OpsMathElementwise, ClipBoundsAreScalarsOfTheInputType) {
   {
     G t;
@@ -862,6 +880,48 @@ TEST(OpsMathQuant, QuantizeLinearScaleTypeByOpset) {
   v23.node("QuantizeLinear", {"x", "scale"}, {"y"});
   v23.infer();
   expect_type(v23.type("y"), DType::UInt8, {8});
+}
+
+TEST(OpsMathQuant, TwoBitTypesAndE8M0ScalesByOpset) {
+  G t(25);
+  t.in("x", DType::Float32, DimVector{8, 32});
+  t.init<float>("scale", {}, {0.5f});
+  t.init_zeros("zp2", DType::Int2, {});
+  t.init_zeros("mx", DType::Float8E8M0, {8, 1});  // one power-of-two scale per 32-block
+  t.node("QuantizeLinear", {"x", "scale", "zp2"}, {"q"});
+  t.node("QuantizeLinear", {"x", "mx"}, {"qu"},
+         {Attribute::make_int("output_dtype", 25), Attribute::make_int("axis", 1), Attribute::make_int("block_size", 32)});
+  t.node("DequantizeLinear", {"qu", "mx"}, {"d"},
+         {Attribute::make_int("output_dtype", 10), Attribute::make_int("axis", 1), Attribute::make_int("block_size", 32)});
+  t.infer();
+  expect_type(t.type("q"), DType::Int2, {8, 32});
+  expect_type(t.type("qu"), DType::UInt2, {8, 32});
+  expect_type(t.type("d"), DType::Float16, {8, 32});
+
+  G int2_24(24);  // int2/uint2 arrived in opset 25
+  int2_24.in("x", DType::Float32, DimVector{16});
+  int2_24.init<float>("scale", {}, {0.5f});
+  int2_24.init_zeros("zp", DType::Int2, {});
+  int2_24.node("QuantizeLinear", {"x", "scale", "zp"}, {"y"});
+  EXPECT_ERROR_HAS(int2_24.error(), "QuantizeLinear_node", "int2", "opset 24");
+
+  G dq_24(24);
+  dq_24.in("x", DType::UInt2, DimVector{16});
+  dq_24.init<float>("scale", {}, {0.5f});
+  dq_24.node("DequantizeLinear", {"x", "scale"}, {"y"});
+  EXPECT_ERROR_HAS(dq_24.error(), "DequantizeLinear_node", "uint2", "opset 24");
+
+  G mx_23(23);  // float8e8m0 scales arrived in opset 24
+  mx_23.in("x", DType::Float32, DimVector{16});
+  mx_23.init_zeros("mx", DType::Float8E8M0, {});
+  mx_23.node("QuantizeLinear", {"x", "mx"}, {"y"});
+  EXPECT_ERROR_HAS(mx_23.error(), "QuantizeLinear_node", "float8e8m0");
+
+  G no_out(25);  // the output must be float32/float16/bfloat16, so say which
+  no_out.in("x", DType::Int8, DimVector{16});
+  no_out.init_zeros("mx", DType::Float8E8M0, {});
+  no_out.node("DequantizeLinear", {"x", "mx"}, {"y"});
+  EXPECT_ERROR_HAS(no_out.error(), "DequantizeLinear_node", "float8e8m0", "output_dtype");
 }
 
 TEST(OpsMathQuant, PerAxisAndBlockedScales) {

@@ -63,6 +63,52 @@ TEST(RefMathQuantize, FourAndSixteenBitOutputs) {
             (I{-32768, 4}));
 }
 
+// int2/uint2 need opset 25 (checked by inference, see ops_math_test.cpp).
+Tensor quantize25(std::vector<std::optional<Tensor>> in, std::vector<Attribute> attrs = {}) {
+  return run1("QuantizeLinear", std::move(in), std::move(attrs), 25);
+}
+Tensor dequantize25(std::vector<std::optional<Tensor>> in, std::vector<Attribute> attrs = {}) {
+  return run1("DequantizeLinear", std::move(in), std::move(attrs), 25);
+}
+
+TEST(RefMathQuantize, TwoBitOutputsSaturateAndPack) {
+  // int2 saturates to [-2, 1]: -3, -1.5, 0.5, 1.5, 7, NaN -> -2, -2, 0, 1, 1, 0 (half to even).
+  Tensor q = quantize25({f32({6}, {-3, -1.5f, 0.5f, 1.5f, 7, kNaN}), f32({}, {1}), raw_tensor(DType::Int2, {}, {0})});
+  EXPECT_EQ(q.dtype(), DType::Int2);
+  EXPECT_EQ(bytes_of(q), (B{0x4A, 0x01}));
+  // uint2 saturates to [0, 3], here around zero point 1.
+  Tensor u = quantize25({f32({5}, {-2, 0, 1.4f, 2.5f, 9}), f32({}, {1}), raw_tensor(DType::UInt2, {}, {1})});
+  EXPECT_EQ(bytes_of(u), (B{0xE4, 0x03}));  // 0, 1, 2, 3, 3
+  // output_dtype alone picks the type too.
+  Tensor o = quantize25({f32({3}, {1, -1, -5}), f32({}, {1})},
+                        {Attribute::make_int("output_dtype", dtype_to_onnx(DType::Int2))});
+  EXPECT_EQ(o.dtype(), DType::Int2);
+  EXPECT_EQ(bytes_of(o), (B{0x2D}));  // 1, -1, -2
+}
+
+TEST(RefMathQuantize, TwoBitPerAxisAndBlocked) {
+  // Per axis (the backend tests' layout) and blocked, checked against the ONNX reference.
+  Tensor a = quantize25({f32({2, 3}, {1, 2, 3, 4, 5, 6.5f}), f32({2}, {1, 2}), raw_tensor(DType::UInt2, {2}, {0})},
+                        {axis(0)});
+  EXPECT_EQ(bytes_of(a), (B{0xB9, 0x0E}));  // 1, 2, 3 | 2, 2, 3
+  Tensor b = quantize25({f32({2, 4}, {1, -1, 2, -2, 0.5f, 1, 4, -8}), f32({2, 2}, {1, 2, 0.5f, 4}),
+                         raw_tensor(DType::Int2, {2, 2}, {0})},
+                        {axis(1), block(2)});
+  EXPECT_EQ(bytes_of(b), (B{0xDD, 0x95}));  // 1, -1, 1, -1 | 1, 1, 1, -2
+}
+
+TEST(RefMathQuantize, Float8E8M0Scale) {
+  // MX-style power-of-two scale (opset 24): x / 2 in float32.
+  Tensor q = run1("QuantizeLinear", {f32({3}, {3, -6, 1}), raw_tensor(DType::Float8E8M0, {}, {0x80}),
+                                     tensor<int8_t>({}, {0})},
+                  {}, 24);
+  EXPECT_EQ(ints(q), (I{2, -3, 0}));  // 1.5 -> 2, -3, 0.5 -> 0
+  Tensor b = quantize25({f32({1, 4}, {1, 1, 1, 1}), raw_tensor(DType::Float8E8M0, {1, 2}, {0x7E, 0x80}),
+                         raw_tensor(DType::Int2, {1, 2}, {0})},
+                        {axis(1), block(2)});
+  EXPECT_EQ(bytes_of(b), (B{0x05}));  // 1 / 0.5 = 2 -> 1 (saturated), 1 / 2 = 0.5 -> 0
+}
+
 TEST(RefMathQuantize, DivisionHappensInTheScalesPrecision) {
   // 2.5004 / 1 is 2.5004 in float32 (rounds to 3) but 2.5 in float16 (rounds to 2).
   const Tensor x = f32({1}, {2.5004f});
@@ -121,6 +167,39 @@ TEST(RefMathDequantize, PerTensorPerAxisBlocked) {
             (F{0, 1, 14}));
   EXPECT_EQ(floats(run1("DequantizeLinear", {tensor<uint16_t>({1}, {65535}), f32({}, {1}), tensor<uint16_t>({}, {0})})),
             (F{65535}));
+}
+
+TEST(RefMathDequantize, TwoBitPerTensorPerAxisBlocked) {
+  // The backend tests: x - zero point, times the scale.
+  EXPECT_EQ(floats(dequantize25({raw_tensor(DType::UInt2, {4}, {0xE4}), f32({}, {2}), raw_tensor(DType::UInt2, {1}, {1})})),
+            (F{-2, 0, 2, 4}));
+  EXPECT_EQ(floats(dequantize25({raw_tensor(DType::Int2, {4}, {0xB4}), f32({}, {2}), raw_tensor(DType::Int2, {1}, {1})})),
+            (F{-2, 0, -4, -6}));  // int2 [0, 1, -1, -2]
+  // int2 [-2, -1, 0, 1, -2] (five elements, two bytes) around zero point -1.
+  EXPECT_EQ(floats(dequantize25({raw_tensor(DType::Int2, {5}, {0x4E, 0x02}), f32({}, {0.5f}),
+                                 raw_tensor(DType::Int2, {}, {0x03})})),
+            (F{-0.5f, 0, 0.5f, 1, -0.5f}));
+  // Per axis: rows scaled by 1 and 10.
+  EXPECT_EQ(floats(dequantize25({raw_tensor(DType::Int2, {2, 2}, {0xB4}), f32({2}, {1, 10})}, {axis(0)})),
+            (F{0, 1, -10, -20}));
+  // Blocked along axis 1 with a short last block: uint2 [0, 1, 2, 3 | 3, 2], zero points 1, 2.
+  Tensor b = dequantize25({raw_tensor(DType::UInt2, {1, 6}, {0xE4, 0x0B}), f32({1, 2}, {1, 10}),
+                           raw_tensor(DType::UInt2, {1, 2}, {0x09})},
+                          {axis(1), block(4)});
+  EXPECT_EQ(floats(b), (F{-1, 0, 1, 2, 10, 0}));
+}
+
+TEST(RefMathDequantize, Float8E8M0ScaleNeedsOutputDtype) {
+  const Attribute to_f32 = Attribute::make_int("output_dtype", dtype_to_onnx(DType::Float32));
+  Tensor y = dequantize25({tensor<int8_t>({2}, {3, -2}), raw_tensor(DType::Float8E8M0, {}, {0x7E})}, {to_f32});
+  EXPECT_EQ(y.dtype(), DType::Float32);
+  EXPECT_EQ(floats(y), (F{1.5f, -1}));
+  Tensor h = dequantize25({raw_tensor(DType::Int2, {3}, {0x1E}), raw_tensor(DType::Float8E8M0, {}, {0x81})},
+                          {Attribute::make_int("output_dtype", dtype_to_onnx(DType::Float16))});
+  EXPECT_EQ(h.dtype(), DType::Float16);
+  EXPECT_EQ(floats(h), (F{-8, -4, 4}));  // [-2, -1, 1] * 4
+  expect_node_error([] { dequantize25({tensor<int8_t>({1}, {1}), raw_tensor(DType::Float8E8M0, {}, {0x7F})}); },
+                    "output_dtype must say the output type");
 }
 
 TEST(RefMathDequantize, OutputTypeFollowsScaleOrOutputDtype) {

@@ -1,14 +1,16 @@
 // Low-bit element types the math reference kernels read and write: the 8-bit floats
-// (float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz), float4e2m1, and the packed
-// 4-bit integers. Used by Cast, QuantizeLinear and DequantizeLinear.
+// (float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz), float4e2m1, the
+// exponent-only float8e8m0, and the packed 4- and 2-bit integers. Used by Cast,
+// QuantizeLinear and DequantizeLinear.
 //
-// Sub-byte types pack two elements per byte, element 2i in the low nibble and 2i+1 in the
-// high nibble (ONNX's layout for int4/uint4/float4e2m1).
+// Sub-byte types pack 8 / bits elements per byte, the lowest bits holding the element
+// with the lowest index (ONNX's layout; see get_packed in core/dtype.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -106,17 +108,67 @@ inline std::optional<MiniFloat> minifloat_format(DType t) {
   }
 }
 
-// ---- 4-bit packing ----
+// ---- float8e8m0 ----
+//
+// 8 exponent bits and nothing else: bits b encode 2^(b - 127), from 2^-127 (0x00) to 2^127
+// (0xFE); 0xFF is NaN. There is no sign, no zero and no infinity. Conversion to it rounds
+// to a power of two as Cast's `round_mode` says (opset 24):
+//   up      - the nearest power of two away from zero (2^k <= |x| < 2^(k+1) gives 2^(k+1)
+//             unless |x| is exactly 2^k), the default and what CUDA does;
+//   down    - the nearest power of two toward zero (2^k);
+//   nearest - the nearer of 2^k and 2^(k+1), the midpoint 1.5 * 2^k rounding up.
+// A rounded value outside [2^-127, 2^127] saturates to that bound when `saturate` (the
+// default), else gives NaN; 0 and inf count as out of range. With saturate 0 gives 2^-127
+// and inf 2^127, without both give NaN: the two columns of the spec's table. NaN gives
+// NaN. The spec leaves negative inputs unspecified; octet, like the ONNX reference (which
+// reads the float32 exponent field), converts their magnitude.
 
-inline uint8_t get_nibble(const uint8_t* data, int64_t i) {
-  return static_cast<uint8_t>((data[i / 2] >> ((i & 1) * 4)) & 0x0F);
+enum class E8M0Rounding { Up, Down, Nearest };
+
+inline std::optional<E8M0Rounding> e8m0_rounding_from_name(const std::string& name) {
+  if (name == "up") return E8M0Rounding::Up;
+  if (name == "down") return E8M0Rounding::Down;
+  if (name == "nearest") return E8M0Rounding::Nearest;
+  return std::nullopt;
 }
-inline void set_nibble(uint8_t* data, int64_t i, uint8_t nibble) {
-  uint8_t& byte = data[i / 2];
-  if (i & 1) byte = static_cast<uint8_t>((byte & 0x0F) | ((nibble & 0x0F) << 4));
-  else byte = static_cast<uint8_t>((byte & 0xF0) | (nibble & 0x0F));
+
+inline double e8m0_decode(uint8_t bits) { return bits == 0xFF ? std::nan("") : std::ldexp(1.0, bits - 127); }
+
+inline uint8_t e8m0_encode(double x, bool saturate, E8M0Rounding mode) {
+  constexpr uint8_t kNaN = 0xFF, kMax = 0xFE, kMin = 0x00;
+  if (std::isnan(x)) return kNaN;
+  const double a = std::fabs(x);
+  if (std::isinf(a)) return saturate ? kMax : kNaN;
+  if (a == 0) return saturate ? kMin : kNaN;
+  int e;
+  const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): 2^(e-1) <= a < 2^e
+  int k = e - 1;                        // the power of two toward zero
+  switch (mode) {
+    case E8M0Rounding::Down: break;
+    case E8M0Rounding::Up: k += f != 0.5; break;
+    case E8M0Rounding::Nearest: k += f >= 0.75; break;
+  }
+  if (k > 127) return saturate ? kMax : kNaN;
+  if (k < -127) return saturate ? kMin : kNaN;
+  return static_cast<uint8_t>(k + 127);
 }
-// Sign-extends a 4-bit two's complement value.
-inline int8_t int4_value(uint8_t nibble) { return static_cast<int8_t>((nibble ^ 0x08) - 0x08); }
+
+// ---- packed 4- and 2-bit integers ----
+
+inline bool is_packed_int(DType t) {
+  return t == DType::Int4 || t == DType::UInt4 || t == DType::Int2 || t == DType::UInt2;
+}
+// Element i of a packed 4- or 2-bit integer tensor's bytes, sign-extended for int4/int2.
+inline int8_t packed_int_value(DType t, const uint8_t* data, int64_t i) {
+  const int bits = dtype_bits(t);
+  const uint8_t v = get_packed(data, i, bits);
+  if (t == DType::UInt4 || t == DType::UInt2) return static_cast<int8_t>(v);
+  const int sign = 1 << (bits - 1);
+  return static_cast<int8_t>((v ^ sign) - sign);
+}
+
+// Element i of a 4-bit type (int4, uint4, float4e2m1): the nibble.
+inline uint8_t get_nibble(const uint8_t* data, int64_t i) { return get_packed(data, i, 4); }
+inline void set_nibble(uint8_t* data, int64_t i, uint8_t nibble) { set_packed(data, i, 4, nibble); }
 
 }  // namespace octet::ref

@@ -16,13 +16,14 @@ namespace octet::ref {
 
 void register_quant_matmul(KernelRegistry& r);  // ref_quant_matmul.cpp
 
-// Element i of an integer, 4-bit, small-float or float tensor, as a double (exact for all
-// of these types except 64-bit integers beyond 2^53).
+// Element i of an integer, packed 4/2-bit integer, small-float or float tensor, as a
+// double (exact for all of these types except 64-bit integers beyond 2^53).
 inline double element_as_double(const Tensor& t, int64_t i) {
   const uint8_t* p = t.raw();
   switch (t.dtype()) {
-    case DType::Int4: return int4_value(get_nibble(p, i));
-    case DType::UInt4: return get_nibble(p, i);
+    case DType::Int4: case DType::UInt4: case DType::Int2: case DType::UInt2:
+      return packed_int_value(t.dtype(), p, i);
+    case DType::Float8E8M0: return e8m0_decode(p[i]);
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
     case DType::Float8E5M2FNUZ:
       return minifloat_format(t.dtype())->decode(p[i]);
@@ -99,6 +100,8 @@ inline bool quant_int_range(DType t, int64_t& lo, int64_t& hi) {
     case DType::Int16: lo = -32768; hi = 32767; return true;
     case DType::UInt4: lo = 0; hi = 15; return true;
     case DType::Int4: lo = -8; hi = 7; return true;
+    case DType::UInt2: lo = 0; hi = 3; return true;
+    case DType::Int2: lo = -2; hi = 1; return true;
     default: return false;
   }
 }

@@ -4,9 +4,11 @@
 // QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point). The division
 // happens in the `precision` attribute's type, else in the scale's type (so a float16
 // scale rounds x / scale to float16 before rounding to an integer, as the spec and the
-// ONNX reference do). NaN quantizes to the zero point (ONNX leaves it undefined).
+// ONNX reference do); a float8e8m0 scale (a power of two, opset 24) divides in float32.
+// NaN quantizes to the zero point (ONNX leaves it undefined).
 // DequantizeLinear: y = (x - zero_point) * scale, computed in float32 and rounded once to
-// the output type (output_dtype, else the scale's type).
+// the output type (output_dtype, else the scale's type; a float8e8m0 scale needs
+// output_dtype, since the output must be float32, float16 or bfloat16).
 #include <algorithm>
 #include <cmath>
 
@@ -34,11 +36,11 @@ double divide_in(DType p, double x, double scale) {
   }
 }
 
-// Stores element i of a quantized output: a nibble, a byte or a 16-bit integer.
+// Stores element i of a quantized output: 2 or 4 packed bits, a byte or a 16-bit integer.
 void write_quantized(Tensor& y, int64_t i, int64_t value) {
   uint8_t* raw = y.mutable_raw();
-  switch (dtype_bits(y.dtype())) {
-    case 4: set_nibble(raw, i, static_cast<uint8_t>(value & 0x0F)); break;
+  switch (const int bits = dtype_bits(y.dtype())) {
+    case 2: case 4: set_packed(raw, i, bits, static_cast<uint8_t>(value & ((1 << bits) - 1))); break;
     case 16: {
       const uint16_t v = static_cast<uint16_t>(value);
       std::memcpy(raw + 2 * i, &v, 2);
@@ -61,7 +63,7 @@ void quantize_linear_kernel(KernelContext& ctx) {
   const Node& node = ctx.node();
   using XTypes = Types<float, Float16, BFloat16, int32_t>;
   dispatch<XTypes>(ctx, x.dtype(), "x", [](auto) {});
-  dispatch<XTypes>(ctx, scale.dtype(), "y_scale", [](auto) {});
+  if (scale.dtype() != DType::Float8E8M0) dispatch<XTypes>(ctx, scale.dtype(), "y_scale", [](auto) {});
 
   // Output type: the zero point's, else output_dtype (opset 21), else uint8.
   DType out_type = DType::UInt8;
@@ -81,9 +83,11 @@ void quantize_linear_kernel(KernelContext& ctx) {
   }
   if (!is_quant_output_type(out_type))
     ctx.fail("cannot quantize to ", dtype_name(out_type),
-             " (supported: uint8, int8, uint16, int16, uint4, int4, float8 types, float4e2m1)");
+             " (supported: uint8, int8, uint16, int16, uint4, int4, uint2, int2, float8 types, float4e2m1)");
 
-  DType precision = scale.dtype() == DType::Int32 ? DType::Float64 : scale.dtype();
+  DType precision = scale.dtype();
+  if (scale.dtype() == DType::Int32) precision = DType::Float64;
+  if (scale.dtype() == DType::Float8E8M0) precision = DType::Float32;
   if (const int64_t p = node.attr_int("precision", 0)) {
     auto t = dtype_from_onnx(static_cast<int32_t>(p));
     if (!t || !Dispatch<FloatTypes>::contains(*t)) ctx.fail("precision ", p, " is not a float type");
@@ -117,7 +121,7 @@ void dequantize_linear_kernel(KernelContext& ctx) {
   if (!quant_int_range(x.dtype(), lo, hi) && x.dtype() != DType::Int32 && !minifloat_format(x.dtype()))
     ctx.fail("x has dtype ", dtype_name(x.dtype()),
              ", which DequantizeLinear does not support (supported: int8, uint8, int16, uint16, "
-             "int32, int4, uint4, float8 types, float4e2m1)");
+             "int32, int4, uint4, int2, uint2, float8 types, float4e2m1)");
   if (zp) {
     if (zp->dtype() != x.dtype())
       ctx.fail("x_zero_point is ", dtype_name(zp->dtype()), " but x is ", dtype_name(x.dtype()));
@@ -130,8 +134,11 @@ void dequantize_linear_kernel(KernelContext& ctx) {
     auto t = dtype_from_onnx(static_cast<int32_t>(o));
     if (!t) ctx.fail("output_dtype ", o, " is not a data type octet knows");
     out_type = *t;
+  } else if (scale.dtype() == DType::Float8E8M0) {
+    ctx.fail("x_scale is float8e8m0, so output_dtype must say the output type (float32, float16 or bfloat16)");
   }
-  dispatch<Types<float, Float16, BFloat16>>(ctx, scale.dtype(), "x_scale", [](auto) {});
+  if (scale.dtype() != DType::Float8E8M0)
+    dispatch<Types<float, Float16, BFloat16>>(ctx, scale.dtype(), "x_scale", [](auto) {});
   const QuantGranularity gran(ctx, x.shape(), scale, node.attr_int("axis", 1), node.attr_int("block_size", 0));
   Tensor& y = ctx.allocate_output(0, out_type, x.shape());
   dispatch<Types<float, Float16, BFloat16>>(ctx, out_type, "output", [&](auto tag) {

@@ -88,8 +88,8 @@ ElementWriter::ElementWriter(DType dtype, std::vector<int64_t> shape)
     strings_.resize(static_cast<size_t>(numel_));
   else
     out_ = Tensor(dtype_, shape_);
-  OCTET_ASSERT(dtype_ == DType::String || bits_ == 4 || bits_ % 8 == 0, "unsupported dtype ",
-               dtype_name(dtype_));
+  OCTET_ASSERT(dtype_ == DType::String || bits_ == 2 || bits_ == 4 || bits_ % 8 == 0,
+               "unsupported dtype ", dtype_name(dtype_));
 }
 
 namespace {
@@ -98,12 +98,6 @@ template <size_t Size>
 void copy_fixed(uint8_t* dst, const uint8_t* src, int64_t src_index, int64_t stride, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(dst + i * Size, src + (src_index + i * stride) * static_cast<int64_t>(Size), Size);
-}
-
-uint8_t get_nibble(const uint8_t* p, int64_t i) { return (p[i / 2] >> ((i & 1) * 4)) & 0xF; }
-void set_nibble(uint8_t* p, int64_t i, uint8_t v) {
-  int shift = (i & 1) * 4;
-  p[i / 2] = static_cast<uint8_t>((p[i / 2] & ~(0xF << shift)) | (v << shift));
 }
 }  // namespace
 
@@ -122,8 +116,9 @@ void ElementWriter::copy(const Tensor& src, int64_t src_index, int64_t src_strid
   }
   uint8_t* d = out_.mutable_raw();
   const uint8_t* s = src.raw();
-  if (bits_ == 4) {
-    for (int64_t i = 0; i < n; ++i) set_nibble(d, dst + i, get_nibble(s, src_index + i * src_stride));
+  if (bits_ < 8) {  // packed 4- or 2-bit elements
+    for (int64_t i = 0; i < n; ++i)
+      set_packed(d, dst + i, bits_, get_packed(s, src_index + i * src_stride, bits_));
     return;
   }
   const int64_t size = bits_ / 8;

@@ -1,9 +1,9 @@
 // Helpers shared by the shape-family reference kernels (ref_shape*.cpp).
 //
 // Data movement is dtype-agnostic: kernels describe *where* elements go (index math) and
-// an ElementWriter moves them, byte-wise for every fixed-size type, nibble-wise for the
-// 4-bit types, and by value for string tensors (which keep their elements outside the
-// byte buffer). Kernels therefore never switch on dtype.
+// an ElementWriter moves them, byte-wise for every fixed-size type, element by element
+// for the packed 4- and 2-bit types, and by value for string tensors (which keep their
+// elements outside the byte buffer). Kernels therefore never switch on dtype.
 #pragma once
 
 #include <cstdint>

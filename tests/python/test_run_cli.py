@@ -100,6 +100,19 @@ def run_test_data(model_path, data_dir, *extra):
     return code, report, err
 
 
+BERT = os.path.join(FIXTURES, "bert_tiny.onnx")
+
+
+def expect_error(argv, *needles):
+    code, out, err = run_octet(args.octet, "run", *argv)
+    assert code == 1, f"exit {code}, stderr: {err.strip()}"
+    lines = [l for l in err.strip().splitlines() if l]
+    assert len(lines) == 1, f"expected one error line, got: {err!r}"
+    for needle in needles:
+        assert needle in lines[0], f"error lacks '{needle}': {lines[0]}"
+    return lines[0]
+
+
 def errors_line(report):
     parts = []
     for run in report["runs"]:
@@ -146,6 +159,39 @@ def check_against_torch(name, data_folder):
 for name, (bindings, torch_data) in MODELS.items():
     t.check(f"{name}: 3 data sets vs onnxruntime", check_against_ort, name, bindings)
     t.check(f"{name}: torch reference data", check_against_torch, name, torch_data)
+
+
+def check_other_fixture(name, bindings):
+    """Fixtures with anonymous dims, external data and int4 weights, on float N(0,1) inputs."""
+    path = os.path.join(FIXTURES, name)
+    model = onnx.load(path, load_external_data=False)
+    sess = ort_session(path)
+    out_names = [o.name for o in sess.get_outputs()]
+    inputs = [v for v in model.graph.input if v.name not in {i.name for i in model.graph.initializer}]
+    rng = np.random.default_rng(1)
+    data = tmpdir("other_" + name.replace("/", "_").replace(".onnx", ""))
+    for k, binding in enumerate(bindings):
+        feeds = {}
+        for v in inputs:
+            dims = [d.dim_value if d.HasField("dim_value") else binding.get(d.dim_param, binding["?"])
+                    for d in v.type.tensor_type.shape.dim]
+            feeds[v.name] = rng.standard_normal(dims).astype(np.float32)
+        write_data_set(os.path.join(data, f"test_data_set_{k}"), feeds,
+                       dict(zip(out_names, sess.run(out_names, feeds))))
+    code, report, err = run_test_data(path, data)
+    assert report is not None, f"no report; exit {code}: {err.strip()}"
+    print(f"  {name} vs onnxruntime: max abs error {max_abs(report):.3g}")
+    assert code == 0 and report["comparison"]["ok"], f"exit {code}: {err.strip()}; {errors_line(report)}"
+
+
+OTHER_FIXTURES = {
+    "unk_constantofshape.onnx": [{"seq": 1, "?": 0}, {"seq": 16, "?": 0}],
+    "unk_constantofshape_anon.onnx": [{"?": 1}, {"?": 6}],
+    "external_data/model.onnx": [{"batch": 1, "?": 0}, {"batch": 5, "?": 0}],
+    "opset21_int4.onnx": [{"batch": 1, "seq": 8, "?": 0}, {"batch": 3, "seq": 5, "?": 0}],
+}
+for name, bindings in OTHER_FIXTURES.items():
+    t.check(f"{name}: data sets vs onnxruntime", check_other_fixture, name, bindings)
 
 
 # ---- (b) --random, --dim, --out ----
@@ -232,27 +278,28 @@ def check_inputs_from_files_match_ort():
     assert abs(logits["stats"]["mean"] - float(want["logits"].mean())) < 1e-5
 
 
+def check_unnamed_dims():
+    """Dims the model leaves anonymous are set per input axis."""
+    path = os.path.join(FIXTURES, "unk_constantofshape_anon.onnx")
+    expect_error([path, "--random"], "input 'x'", "dim 0 has no name", "--dim x:0=N")
+    out_dir = tmpdir("anon_out")
+    code, _, err = run_octet(args.octet, "run", path, "--random", "--dim", "x:0=2", "--dim", "x:1=5", "--out", out_dir)
+    assert code == 0, err
+    assert np.load(os.path.join(out_dir, "y.npy")).shape == (2, 5)
+    expect_error([path, "--random", "--dim", "x:2=5"], "--dim x:2=5", "no axis 2")
+    expect_error([os.path.join(FIXTURES, "unk_constantofshape.onnx"), "--random", "--dim", "x:0=2"],
+                 "fixed size of 1")
+
+
 t.check("--random --dim --out: bert", check_random_bert)
 t.check("--random --dim --out: gpt2", check_random_gpt2)
 t.check("--random --dim --out: vit", check_random_vit)
 t.check("--seed reproduces --random", check_seed)
+t.check("--dim INPUT:AXIS=N for unnamed dims", check_unnamed_dims)
 t.check("--input .npy/.pb/.npz, --out .npz vs onnxruntime", check_inputs_from_files_match_ort)
 
 
 # ---- (c) errors: exit 1, one line naming the problem ----
-
-BERT = os.path.join(FIXTURES, "bert_tiny.onnx")
-
-
-def expect_error(argv, *needles):
-    code, out, err = run_octet(args.octet, "run", *argv)
-    assert code == 1, f"exit {code}, stderr: {err.strip()}"
-    lines = [l for l in err.strip().splitlines() if l]
-    assert len(lines) == 1, f"expected one error line, got: {err!r}"
-    for needle in needles:
-        assert needle in lines[0], f"error lacks '{needle}': {lines[0]}"
-    return lines[0]
-
 
 def ids(shape=(1, 7), dtype=np.int64, name="ids.npy"):
     p = tmp("errors", name)

@@ -183,7 +183,8 @@ std::vector<RunInput> make_missing_inputs(const Session& session, const std::vec
       if (!inserted && it->second != value)
         fail(what, ": that dim is '", d.to_string(), "', already ", it->second, " from another input or --dim");
     } else if (auto known = d.evaluate(bindings); known && *known != value) {
-      fail(what, ": that dim is ", d.to_string(), " = ", *known);
+      if (d.is_constant()) fail(what, ": input '", name, "' has a fixed size of ", *known, " there");
+      fail(what, ": that dim is ", d.to_string(), ", which is ", *known, " from the other inputs or --dim");
     } else if (!known) {
       fail(what, ": that dim is the expression ", d.to_string(), "; bind its symbols instead");
     }

@@ -110,6 +110,14 @@ void prepare_dir(const fs::path& dir) {
 // Writes the outputs (a folder of .npy, or one .npz) and records the files in `report`.
 void write_outputs(const fs::path& out, const NamedTensors& outputs, const std::vector<fs::path>& protected_files,
                    json& report_outputs) {
+  for (const auto& [name, t] : outputs) {  // all or nothing: check before writing any
+    try {
+      npy_descr(t.dtype());
+    } catch (const Error&) {
+      fail("--out ", out.string(), ": output '", name, "' is ", t.describe(), "; numpy has no such type, so it ",
+           "cannot be saved as .npy");
+    }
+  }
   if (out.extension() == ".npz") {
     std::error_code ec;
     for (const fs::path& f : protected_files)

@@ -7,3 +7,9 @@ scripts/build.sh release >/dev/null
 model=tests/models/fixtures/bert_tiny.onnx
 echo "== octet inspect $model (batch=1, seq=128)"
 build/release/octet inspect "$model" --dim batch=1 --dim seq=128
+echo
+echo "== octet run $model on random inputs (batch=1, seq=128)"
+build/release/octet run "$model" --random --dim batch=1 --dim seq=128
+echo
+echo "== octet run $model against the torch reference outputs"
+build/release/octet run "$model" --test-data tests/models/fixtures/bert_tiny_data

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake g++ pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libdnnl-dev libcli11-dev nlohmann-json3-dev
+  libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--torch" ]]; then APT_PACKAGES+=(python3-torch python3-onnx); fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs dependencies, builds Release and
-# ASan+UBSan, runs every unit test in both, and the Python checks against onnx/onnxruntime
-# in Release. Exits non-zero if anything fails.
+# ASan+UBSan, runs the official ONNX backend node tests (per-op counts and pass rate),
+# every unit test in both builds, and the Python checks against onnx/onnxruntime in
+# Release. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,6 +10,9 @@ scripts/build.sh release
 scripts/build.sh asan
 
 status=0
+echo "== ONNX backend node tests (from the pip onnx package) on the reference runtime"
+python3 tests/onnx_backend/generate_node_tests.py build/onnx_node_tests
+build/release/octet_node_tests build/onnx_node_tests --allow-list tests/onnx_backend/allow_list.txt || status=1
 echo "== Release: unit tests and checks against onnx / onnxruntime"
 (cd build/release && ctest --output-on-failure -j2) || status=1
 echo "== ASan+UBSan: unit tests"

@@ -1,0 +1,14 @@
+// The rewrites, one rule per file in this folder; pipeline.cpp orders them.
+#pragma once
+
+#include "passes/pass.h"
+
+namespace octet::passes {
+
+// Cleanup (level 1)
+Pass eliminate_dead_code();  // nodes nothing live reads; initializers nothing reads
+Pass eliminate_noops();      // Identity, inference Dropout, Cast/CastLike to the same type
+Pass fold_constants();       // nodes whose inputs are all constant, run by the reference kernels
+Pass fold_shape_values();    // integer values whose symbolic contents are all known numbers
+
+}  // namespace octet::passes

@@ -80,6 +80,10 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     // dead reader never counts as a second use of a value a fusion wants to swallow.
     list = {eliminate_noops(), fold_constants(), fold_shape_values(), eliminate_dead_code()};
   }
+  if (options.level >= 2) {
+    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh()})
+      list.push_back(std::move(p));
+  }
   return Pipeline(std::move(list));
 }
 

@@ -11,4 +11,8 @@ Pass eliminate_noops();      // Identity, inference Dropout, Cast/CastLike to th
 Pass fold_constants();       // nodes whose inputs are all constant, run by the reference kernels
 Pass fold_shape_values();    // integer values whose symbolic contents are all known numbers
 
+// Fusions (level 2)
+Pass fuse_gelu_erf();      // 0.5*x*(1+erf(x/sqrt2))                    -> octet.Gelu(none)
+Pass fuse_gelu_tanh();     // 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x^3))) -> octet.Gelu(tanh)
+
 }  // namespace octet::passes

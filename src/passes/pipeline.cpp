@@ -81,7 +81,8 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     list = {eliminate_noops(), fold_constants(), fold_shape_values(), eliminate_dead_code()};
   }
   if (options.level >= 2) {
-    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh()})
+    // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
+    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm()})
       list.push_back(std::move(p));
   }
   return Pipeline(std::move(list));

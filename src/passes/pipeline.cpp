@@ -82,7 +82,7 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   }
   if (options.level >= 2) {
     // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
-    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm()})
+    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_matmul_bias()})
       list.push_back(std::move(p));
   }
   return Pipeline(std::move(list));

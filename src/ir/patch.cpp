@@ -80,6 +80,26 @@ void GraphPatch::set_input(Node* node, size_t index, Value* value) {
 
 void GraphPatch::remove_node(Node* node) { removed_.insert(node); }
 
+void GraphPatch::remove_initializer(Value* value) {
+  OCTET_ASSERT(value && value->is_initializer_ && graph_.find_value(value->name()) == value,
+               "remove_initializer needs an initializer of this graph");
+  removed_initializers_.insert(value);
+}
+
+GraphPatch::Counts GraphPatch::counts() const {
+  Counts c;
+  for (const auto& n : new_nodes_)
+    if (!removed_.count(n.get())) ++c.nodes_added;
+  for (Node* n : removed_)
+    if (n->graph_ == &graph_ && std::none_of(new_nodes_.begin(), new_nodes_.end(),
+                                             [&](const std::unique_ptr<Node>& m) { return m.get() == n; }))
+      ++c.nodes_removed;
+  for (const auto& v : new_values_)
+    if (v->is_initializer_) ++c.initializers_added;
+  c.initializers_removed = removed_initializers_.size();
+  return c;
+}
+
 void GraphPatch::apply() {
   if (applied_) fail("internal error: GraphPatch applied twice");
 
@@ -118,9 +138,15 @@ void GraphPatch::apply() {
 
   // 2. Validate: every value read must still exist after removals.
   auto alive = [&](const Value* v) {
-    if (!is_known_value(v)) return false;
+    if (!is_known_value(v) || removed_initializers_.count(const_cast<Value*>(v))) return false;
     return !v->producer_ || !removed_.count(v->producer_);
   };
+  for (Value* v : removed_initializers_) {
+    if (v->is_graph_input_)
+      fail("patch would remove initializer '", v->name(), "', which is also a graph input");
+    if (std::find(post_outputs.begin(), post_outputs.end(), v) != post_outputs.end())
+      fail("patch would remove initializer '", v->name(), "', which is a graph output");
+  }
   for (Node* n : survivors) {
     for (Value* v : post_inputs[n])
       if (v && !alive(v))
@@ -167,7 +193,7 @@ void GraphPatch::apply() {
     n->inputs_ = post_inputs[n];
     n->implicit_inputs_ = post_implicit[n];
   }
-  std::set<Value*> dead_values;
+  std::set<Value*> dead_values(removed_initializers_.begin(), removed_initializers_.end());
   for (Node* n : removed_)
     for (Value* v : n->outputs_)
       if (v) dead_values.insert(v);

@@ -43,6 +43,15 @@ class GraphPatch {
   void replace_uses(Value* from, Value* to);
   void set_input(Node* node, size_t index, Value* value);
   void remove_node(Node* node);
+  // Drops an initializer of the graph. apply() refuses when anything still reads it after
+  // the patch, or when it is a graph input (an overridable default) or output.
+  void remove_initializer(Value* value);
+
+  // What apply() will change, for pass statistics; valid until apply().
+  struct Counts {
+    size_t nodes_added = 0, nodes_removed = 0, initializers_added = 0, initializers_removed = 0;
+  };
+  Counts counts() const;
 
   // Validates and commits; throws octet::Error (graph unchanged) when the result would be
   // invalid. A patch applies once.
@@ -66,6 +75,7 @@ class GraphPatch {
   std::set<std::string> reserved_names_;
   std::vector<Edit> edits_;
   std::set<Node*> removed_;
+  std::set<Value*> removed_initializers_;
   bool applied_ = false;
 };
 

@@ -44,6 +44,7 @@ const KernelRegistry& KernelRegistry::reference() {
     register_ref_shape(r);
     register_ref_linalg(r);
     register_ref_quant(r);
+    register_ref_octet(r);
     return r;
   }();
   return registry;

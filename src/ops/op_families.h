@@ -11,5 +11,6 @@ void register_reduce_norm_ops(OpRegistry& r);   // Softmax, reductions, LayerNor
 void register_shape_ops(OpRegistry& r);         // Shape, Reshape, Concat, Slice, Gather, ...
 void register_linalg_ops(OpRegistry& r);        // MatMul, Gemm, Conv, Einsum
 void register_quant_ops(OpRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
+void register_octet_ops(OpRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
 
 }  // namespace octet

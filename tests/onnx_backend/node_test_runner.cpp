@@ -7,7 +7,11 @@
 // are expected to fail, each with a reason; one that fails without being listed fails the
 // run, and so does a pass rate under 98% of the counted tests.
 //
-// usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--verbose]
+// --optimize runs the standard optimizer pipeline (passes/pipeline.h, level 2, graph
+// verified after every pass) on each test model before running it: the same tests must
+// pass optimized as unoptimized.
+//
+// usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--optimize] [--verbose]
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +24,7 @@
 
 #include "kernels/kernel.h"
 #include "onnx/model_io.h"
+#include "passes/pipeline.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;
@@ -86,13 +91,32 @@ std::string compare(const Tensor& actual, const Tensor& expected, double rtol, d
 
 constexpr const char* kUnclaimed = "\x01unclaimed";
 
+// What --optimize did over the run: models it changed, and what each pass matched.
+struct OptimizeTally {
+  int models = 0, changed = 0;
+  std::map<std::string, int64_t> matched;  // "fuse_gelu_erf: octet.Gelu(none)" -> count
+};
+OptimizeTally optimize_tally;
+
 // Runs one test; returns an empty string on success, kUnclaimed when the test model uses
 // an op octet does not claim (expanded function tests), else why it failed.
-std::string run_test(const fs::path& dir, double rtol, double atol) {
+std::string run_test(const fs::path& dir, double rtol, double atol, bool optimize_model) {
   try {
     Model model = load_model(dir / "model.onnx");
     for (const Node* n : model.graph->nodes())
       if (!KernelRegistry::reference().find(n->domain(), n->op_type())) return kUnclaimed;
+    if (optimize_model) {
+      OptimizeOptions options;
+      options.verify = true;
+      OptimizeReport report = optimize(*model.graph, options);
+      ++optimize_tally.models;
+      bool changed = false;
+      for (const PassStats& p : report.passes) {
+        changed |= p.rewrites > 0;
+        for (const auto& [what, n] : p.details) optimize_tally.matched[p.name + ": " + what] += n;
+      }
+      optimize_tally.changed += changed;
+    }
     std::shared_ptr<const Graph> graph(std::move(model.graph));
     Session session(graph);
     auto required = session.required_inputs();
@@ -120,15 +144,16 @@ std::string run_test(const fs::path& dir, double rtol, double atol) {
 int main(int argc, char** argv) {
   fs::path data_dir, allow_path;
   std::string filter;
-  bool verbose = false;
+  bool verbose = false, optimize_models = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--allow-list" && i + 1 < argc) allow_path = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--optimize") optimize_models = true;
     else if (a == "--verbose") verbose = true;
     else if (data_dir.empty()) data_dir = a;
     else {
-      std::cerr << "usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--verbose]\n";
+      std::cerr << "usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--optimize] [--verbose]\n";
       return 2;
     }
   }
@@ -149,7 +174,7 @@ int main(int argc, char** argv) {
         ++not_claimed;
         continue;
       }
-      std::string why = run_test(data_dir / name, t["rtol"], t["atol"]);
+      std::string why = run_test(data_dir / name, t["rtol"], t["atol"], optimize_models);
       if (why == kUnclaimed) {
         ++not_claimed;
         continue;
@@ -180,7 +205,13 @@ int main(int argc, char** argv) {
     std::cout << "ops claimed: " << per_op.size() << ", tests using unclaimed ops: " << not_claimed
               << ", allow-listed failures: " << allowed << ", pass rate: " << std::fixed << std::setprecision(1)
               << rate << "%\n";
-    std::cout << "node tests: " << passed << " passed, " << failed + allowed << " failed\n";
+    if (optimize_models) {
+      std::cout << "optimizer changed " << optimize_tally.changed << " of " << optimize_tally.models << " models:";
+      for (const auto& [what, n] : optimize_tally.matched) std::cout << "\n  " << what << " " << n;
+      std::cout << "\n";
+    }
+    std::cout << "node tests" << (optimize_models ? " (optimized)" : "") << ": " << passed << " passed, "
+              << failed + allowed << " failed\n";
     if (failed > 0) return 1;
     if (rate < 98.0) {
       std::cout << "pass rate under 98%\n";

@@ -120,5 +120,47 @@ TEST(Patch, UnappliedPatchChangesNothing) {
   EXPECT_TRUE(verify_graph(s.g).empty());
 }
 
+TEST(Patch, RemovesOnlyUnreadInitializers) {
+  Graph g;
+  g.add_input("x", TensorType(DType::Float32, DimVector{2}));
+  Value* w = g.add_initializer("w", std::make_shared<Tensor>(Tensor::from_vector<float>({2}, {1, 2})));
+  Value* unused = g.add_initializer("unused", std::make_shared<Tensor>(Tensor::scalar<float>(1)));
+  g.add_node("Add", {"x", "w"}, {"y"});
+  g.mark_output(g.value("y"));
+  {
+    GraphPatch p(g);
+    p.remove_initializer(w);
+    EXPECT_THROW(p.apply(), Error);  // still read by Add
+  }
+  GraphPatch p(g);
+  p.remove_initializer(unused);
+  EXPECT_EQ(p.counts().initializers_removed, 1u);
+  p.apply();
+  EXPECT_EQ(g.find_value("unused"), nullptr);
+  EXPECT_TRUE(verify_graph(g).empty());
+
+  g.mark_output(w);  // an initializer that is a graph output is part of the interface
+  GraphPatch q(g);
+  Node* add = g.value("y")->producer();
+  q.set_input(add, 1, g.value("x"));
+  q.remove_initializer(w);
+  EXPECT_THROW(q.apply(), Error);
+  EXPECT_NE(g.find_value("w"), nullptr);
+}
+
+TEST(Patch, CountsWhatItWillChange) {
+  SmallGraph s;
+  GraphPatch p(s.g);
+  Node* sub = p.add_node("Sub", {s.g.value("r"), s.w}, 1);
+  p.add_initializer("k", Tensor::scalar<float>(2));
+  p.replace_uses(s.g.value("y"), sub->outputs()[0]);
+  p.remove_node(s.add);
+  GraphPatch::Counts c = p.counts();
+  EXPECT_EQ(c.nodes_added, 1u);
+  EXPECT_EQ(c.nodes_removed, 1u);
+  EXPECT_EQ(c.initializers_added, 1u);
+  EXPECT_EQ(c.initializers_removed, 0u);
+}
+
 }  // namespace
 }  // namespace octet

@@ -10,5 +10,6 @@ void register_ref_reduce_norm(KernelRegistry& r);   // Softmax, reductions, Laye
 void register_ref_shape(KernelRegistry& r);         // Shape, Reshape, Concat, Slice, Gather, Constant, ...
 void register_ref_linalg(KernelRegistry& r);        // MatMul, Gemm, Conv, Einsum
 void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
+void register_ref_octet(KernelRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
 
 }  // namespace octet

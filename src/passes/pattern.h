@@ -1,0 +1,84 @@
+// Small matchers shared by the rewrites: constants, single-use values, commutative
+// operands, reduction axes.
+//
+// The rules every fusion follows, and these helpers make cheap to state:
+// - an intermediate value a fusion swallows has exactly one use and is not a graph
+//   output (a value read elsewhere must survive, so the pattern does not match);
+// - a constant is an initializer that is not also a graph input (those are defaults a
+//   caller may override) or the output of a Constant node;
+// - a constant operand of a matched Mul/Add/Div has one element and no more dims than the
+//   other operand, so it cannot change the result's shape by broadcasting;
+// - constants are compared with a relative tolerance of 1e-6, widened to the precision of
+//   float16/bfloat16 constants (0.044715 is not representable in either).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace octet::passes {
+
+// Nodes that applied matches removed during a sweep over a snapshot of g.nodes(). Their
+// memory is freed by the patch, so a sweep compares pointers against this set and never
+// dereferences a removed node.
+class RemovedNodes {
+ public:
+  bool contains(const Node* n) const { return nodes_.count(n) > 0; }
+  void add(const std::vector<Node*>& nodes) { nodes_.insert(nodes.begin(), nodes.end()); }
+  bool any() const { return !nodes_.empty(); }
+
+ private:
+  std::unordered_set<const Node*> nodes_;
+};
+
+// The constant contents of `v`, or nullptr (see above).
+const Tensor* constant_value(const Value* v);
+// A one-element floating-point constant, widened to double.
+std::optional<double> scalar_constant(const Value* v);
+// True when `v` is a one-element float constant within `rel_tol` of `expected` (rel_tol
+// widened for 16-bit floats), that broadcasting against `other` leaves `other`'s shape.
+bool is_scalar(const Value* v, double expected, const Value* other, double rel_tol = 1e-6);
+// The relative tolerance for a constant of this type: max(rel_tol, its precision).
+double constant_tolerance(DType t, double rel_tol);
+
+// The node that produces `v` when it is the ai.onnx op `op_type`; nullptr otherwise.
+Node* producer(const Value* v, const char* op_type);
+bool is_op(const Node* n, const char* op_type);  // ai.onnx domain
+// Add, or a two-input Sum (ONNX's own function bodies, e.g. Gelu's, write 1 + erf as Sum).
+bool is_add(const Node* n);
+// The one node reading `v` when `v` has exactly one use and is not a graph output.
+Node* sole_consumer(const Value* v);
+bool single_use(const Value* v);
+// True when GraphPatch::replace_uses(from, to) accepts the pair (same element type and
+// rank wherever both are known) and `from` is not read by a subgraph: subgraph bodies
+// name the outer values they read, so such a value must keep its name and producer.
+bool can_replace(const Value* from, const Value* to);
+// True when a subgraph (If/Loop/Scan body) reads `v` from the enclosing scope.
+bool read_by_subgraph(const Value* v);
+// For a two-input node, the input that is not `one`; nullptr when neither input is
+// `one`. Mul/Add are commutative, so matchers look at both orders this way.
+Value* other_input(const Node* n, const Value* one);
+
+// For a ReduceMean with keepdims=1 over the trailing axes [k, rank) of a rank-known
+// input: k. nullopt for any other reduction (a middle axis, keepdims=0, unknown axes).
+std::optional<int64_t> trailing_reduce_axis(const Node* reduce);
+
+// True when `p` can be the Scale/B of a normalization over the axes [k, rank) of `x`: the
+// same float type, one element in all, or (right-aligned with `x`) exactly `x`'s dims on
+// every normalized axis and 1 on any leading axis it has.
+bool is_norm_param(const Value* p, const Value* x, int64_t k);
+
+// A tensor of `shape` filled with `v`, in float type `t`.
+Tensor filled(DType t, const std::vector<int64_t>& shape, double v);
+
+// Imports the octet domain (version 1) so the graph may hold the fused ops.
+void import_octet_domain(Graph& g);
+// True when the graph's ai.onnx opset is at least `version` (a graph that imports no
+// ai.onnx opset is read as the newest, as inference does).
+bool onnx_opset_at_least(const Graph& g, int64_t version);
+
+}  // namespace octet::passes

@@ -1,0 +1,158 @@
+#include "passes/pipeline.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "passes/rewrites/rewrites.h"
+
+namespace octet {
+
+const PassStats* OptimizeReport::find(const std::string& pass) const {
+  for (const PassStats& p : passes)
+    if (p.name == pass) return &p;
+  return nullptr;
+}
+
+int64_t OptimizeReport::detail(const std::string& what) const {
+  int64_t sum = 0;
+  for (const PassStats& p : passes) {
+    auto it = p.details.find(what);
+    if (it != p.details.end()) sum += it->second;
+  }
+  return sum;
+}
+
+std::string OptimizeReport::to_text() const {
+  std::ostringstream out;
+  out << "nodes " << nodes_before << " -> " << nodes_after << ", initializers " << initializers_before << " -> "
+      << initializers_after << ", " << iterations << " round(s)" << (converged ? "" : " (stopped at the limit)")
+      << "\n";
+  for (const PassStats& p : passes) {
+    if (p.rewrites == 0) continue;
+    out << "  " << p.name << ": " << p.rewrites << " rewrite(s), nodes -" << p.nodes_removed << " +" << p.nodes_added;
+    if (p.initializers_added || p.initializers_removed)
+      out << ", initializers -" << p.initializers_removed << " +" << p.initializers_added;
+    if (!p.details.empty()) {
+      out << " (";
+      bool first = true;
+      for (const auto& [what, n] : p.details) {
+        out << (first ? "" : ", ") << what << " " << n;
+        first = false;
+      }
+      out << ")";
+    }
+    out << "\n";
+  }
+  for (const std::string& w : warnings) out << "  warning: " << w << "\n";
+  return out.str();
+}
+
+nlohmann::json OptimizeReport::to_json() const {
+  nlohmann::json j;
+  j["nodes_before"] = nodes_before;
+  j["nodes_after"] = nodes_after;
+  j["initializers_before"] = initializers_before;
+  j["initializers_after"] = initializers_after;
+  j["iterations"] = iterations;
+  j["converged"] = converged;
+  j["passes"] = nlohmann::json::array();
+  for (const PassStats& p : passes)
+    j["passes"].push_back({{"name", p.name},
+                           {"runs", p.runs},
+                           {"changed_runs", p.changed_runs},
+                           {"rewrites", p.rewrites},
+                           {"nodes_added", p.nodes_added},
+                           {"nodes_removed", p.nodes_removed},
+                           {"initializers_added", p.initializers_added},
+                           {"initializers_removed", p.initializers_removed},
+                           {"details", p.details},
+                           {"seconds", p.seconds}});
+  j["warnings"] = warnings;
+  return j;
+}
+
+Pipeline Pipeline::standard(const OptimizeOptions& options) {
+  using namespace passes;
+  std::vector<Pass> list;
+  if (options.level >= 1) {
+    // Folding first so fusions see constants as initializers; dead code right after so a
+    // dead reader never counts as a second use of a value a fusion wants to swallow.
+    list = {eliminate_noops(), fold_constants(), fold_shape_values(), eliminate_dead_code()};
+  }
+  if (options.level >= 2) {
+    // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
+    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_matmul_bias()})
+      list.push_back(std::move(p));
+  }
+  return Pipeline(std::move(list));
+}
+
+namespace {
+
+void verify_or_fail(const Graph& g, const std::string& pass) {
+  std::vector<std::string> problems = verify_graph(g);
+  if (problems.empty()) return;
+  std::string all;
+  for (const std::string& p : problems) all += "\n  " + p;
+  fail("internal error: pass ", pass, " left an invalid graph:", all);
+}
+
+}  // namespace
+
+OptimizeReport Pipeline::run(Graph& graph, const OptimizeOptions& options) const {
+  OptimizeReport report;
+  report.nodes_before = static_cast<int64_t>(graph.node_count());
+  report.initializers_before = static_cast<int64_t>(graph.initializers().size());
+  for (const Pass& p : passes_) {
+    report.passes.emplace_back();
+    report.passes.back().name = p.name;
+  }
+
+  for (int round = 0; round < options.max_iterations; ++round) {
+    bool changed = false;
+    for (size_t i = 0; i < passes_.size(); ++i) {
+      const Pass& pass = passes_[i];
+      if (options.disabled_passes.count(pass.name)) continue;
+      PassStats& stats = report.passes[i];
+      PassContext ctx(options, stats, report.warnings);
+      const auto start = std::chrono::steady_clock::now();
+      bool did = false;
+      try {
+        did = pass.run(graph, ctx);
+      } catch (const Error& e) {
+        // Patches are atomic, so the graph is valid whatever the pass had done before
+        // throwing; a bug in one rewrite should cost its rewrite, not the model.
+        if (options.verify) throw;
+        ctx.warn(std::string("stopped by an error: ") + e.what());
+      }
+      stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++stats.runs;
+      if (did) ++stats.changed_runs;
+      changed |= did;
+      if (options.verify) verify_or_fail(graph, pass.name);
+    }
+    report.iterations = round + 1;
+    if (!changed) {
+      report.converged = true;
+      break;
+    }
+  }
+  if (options.max_iterations <= 0) report.converged = true;
+  report.nodes_after = static_cast<int64_t>(graph.node_count());
+  report.initializers_after = static_cast<int64_t>(graph.initializers().size());
+  return report;
+}
+
+OptimizeReport optimize(Graph& graph, const OptimizeOptions& options) {
+  return Pipeline::standard(options).run(graph, options);
+}
+
+OptimizeReport run_pass(Graph& graph, const Pass& pass, const OptimizeOptions& options) {
+  OptimizeOptions opts = options;
+  opts.max_iterations = 1;
+  opts.verify = true;
+  return Pipeline({pass}).run(graph, opts);
+}
+
+}  // namespace octet

@@ -1,0 +1,21 @@
+// The rewrites, one rule per file in this folder; pipeline.cpp orders them.
+#pragma once
+
+#include "passes/pass.h"
+
+namespace octet::passes {
+
+// Cleanup (level 1)
+Pass eliminate_dead_code();  // nodes nothing live reads; initializers nothing reads
+Pass eliminate_noops();      // Identity, inference Dropout, Cast/CastLike to the same type
+Pass fold_constants();       // nodes whose inputs are all constant, run by the reference kernels
+Pass fold_shape_values();    // integer values whose symbolic contents are all known numbers
+
+// Fusions (level 2)
+Pass fuse_gelu_erf();      // 0.5*x*(1+erf(x/sqrt2))                    -> octet.Gelu(none)
+Pass fuse_gelu_tanh();     // 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x^3))) -> octet.Gelu(tanh)
+Pass fuse_layer_norm();    // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul][/Add] -> LayerNormalization
+Pass fuse_rms_norm();      // Pow/ReduceMean/Add/Sqrt/Div|Reciprocal/Mul[/Mul]       -> RMSNormalization
+Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)          -> octet.MatMulBias
+
+}  // namespace octet::passes

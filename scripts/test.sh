@@ -13,6 +13,8 @@ status=0
 echo "== ONNX backend node tests (from the pip onnx package) on the reference runtime"
 python3 tests/onnx_backend/generate_node_tests.py build/onnx_node_tests
 build/release/octet_node_tests build/onnx_node_tests --allow-list tests/onnx_backend/allow_list.txt || status=1
+echo "== the same node tests after the optimizer pipeline"
+build/release/octet_node_tests build/onnx_node_tests --allow-list tests/onnx_backend/allow_list.txt --optimize || status=1
 echo "== Release: unit tests and checks against onnx / onnxruntime"
 (cd build/release && ctest --output-on-failure -j2) || status=1
 echo "== ASan+UBSan: unit tests"

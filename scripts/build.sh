@@ -12,6 +12,12 @@ case "$flavour" in
   asan) args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DOCTET_SANITIZE=ON -DOCTET_BUILD_CLI=OFF) ;;
   *) echo "build.sh: unknown flavour '$flavour' (release|asan)" >&2; exit 2 ;;
 esac
+# ccache, when installed, makes rebuilds after a branch switch (and in git worktrees,
+# through CCACHE_BASEDIR) cheap; a fresh CI machine simply compiles everything.
+if command -v ccache >/dev/null 2>&1; then
+  args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$PWD"
+fi
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "build/$flavour" "${args[@]}" >/dev/null
 cmake --build "build/$flavour" -j"$jobs"

@@ -1,15 +1,40 @@
 #include "core/tensor.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
 namespace octet {
 
-std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+Buffer::~Buffer() { std::free(owned_); }
+
+std::shared_ptr<Buffer> Buffer::allocate_uninitialized(size_t bytes) {
   auto b = std::make_shared<Buffer>();
-  b->storage_.assign(bytes, 0);
-  b->data_ = b->storage_.data();
+  if (bytes > 0) {
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    b->owned_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
+    if (!b->owned_) fail("out of memory allocating ", bytes, " bytes");
+  }
+  b->data_ = b->owned_;
   b->size_ = bytes;
+  b->writable_ = true;
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  auto b = allocate_uninitialized(bytes);
+  if (bytes > 0) std::memset(b->owned_, 0, bytes);
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::borrow_writable(uint8_t* data, size_t bytes,
+                                                std::shared_ptr<void> owner) {
+  auto b = std::make_shared<Buffer>();
+  b->data_ = data;
+  b->size_ = bytes;
+  b->writable_ = true;
+  b->owner_ = std::move(owner);
   return b;
 }
 
@@ -23,8 +48,8 @@ std::shared_ptr<Buffer> Buffer::borrow(const uint8_t* data, size_t bytes,
 }
 
 uint8_t* Buffer::mutable_data() {
-  OCTET_ASSERT(owns_memory(), "write to a borrowed (mapped) buffer");
-  return storage_.data();
+  OCTET_ASSERT(writable_ || size_ == 0, "write to a read-only borrowed (mapped) buffer");
+  return const_cast<uint8_t*>(data_);
 }
 
 int64_t shape_numel(const std::vector<int64_t>& shape) {
@@ -54,6 +79,14 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape, std::shared_ptr<Buffer> 
   size_t got = buffer_ ? buffer_->size() : 0;
   if (got != expected)
     fail("tensor ", describe(), " needs ", expected, " bytes but its data has ", got);
+}
+
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) {
+  OCTET_ASSERT(dtype != DType::String, "string tensors are always initialized");
+  for (int64_t d : shape)
+    if (d < 0) fail("tensor shape ", shape_to_string(shape), " has a negative dimension");
+  size_t bytes = dtype_storage_bytes(dtype, shape_numel(shape));
+  return Tensor(dtype, std::move(shape), Buffer::allocate_uninitialized(bytes));
 }
 
 Tensor Tensor::strings(std::vector<int64_t> shape, std::vector<std::string> values) {

@@ -15,23 +15,38 @@ namespace octet {
 
 class Buffer {
  public:
+  // Owned memory is aligned to this many bytes, so SIMD kernels can use aligned loads
+  // at the start of every tensor.
+  static constexpr size_t kAlignment = 64;
+
   Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
   // Owning, zero-filled.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
-  // Borrowed: `owner` keeps `data` alive (e.g. a file mapping).
+  // Owning, contents undefined: for kernels that write every byte of their output.
+  static std::shared_ptr<Buffer> allocate_uninitialized(size_t bytes);
+  // Borrowed, read-only: `owner` keeps `data` alive (e.g. a file mapping).
   static std::shared_ptr<Buffer> borrow(const uint8_t* data, size_t bytes,
                                         std::shared_ptr<const void> owner);
+  // Borrowed and writable: a region of memory someone else manages (the session's
+  // memory arena); `owner` keeps it alive.
+  static std::shared_ptr<Buffer> borrow_writable(uint8_t* data, size_t bytes,
+                                                 std::shared_ptr<void> owner);
 
   const uint8_t* data() const { return data_; }
-  // Borrowed buffers are read-only; writing them is an internal error.
+  // Read-only borrowed buffers cannot be written; doing so is an internal error.
   uint8_t* mutable_data();
   size_t size() const { return size_; }
   bool owns_memory() const { return !owner_; }
+  bool writable() const { return writable_; }
 
  private:
-  std::vector<uint8_t> storage_;
+  uint8_t* owned_ = nullptr;  // aligned allocation freed by the destructor
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool writable_ = false;
   std::shared_ptr<const void> owner_;
 };
 
@@ -42,6 +57,8 @@ class Tensor {
   Tensor(DType dtype, std::vector<int64_t> shape);
   // Wraps existing bytes; the buffer must hold exactly dtype_storage_bytes(numel) bytes.
   Tensor(DType dtype, std::vector<int64_t> shape, std::shared_ptr<Buffer> buffer);
+  // A tensor whose contents are undefined until written (not for strings).
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> shape);
   // String tensors keep their elements separately (they are never computed on).
   static Tensor strings(std::vector<int64_t> shape, std::vector<std::string> values);
 

@@ -1,9 +1,16 @@
 // The interface every kernel implements: read concrete input tensors, allocate and fill
 // outputs. Kernels compute their own output shapes from the concrete inputs, so the
 // runtime can cross-check them against symbolic inference.
+//
+// Two registries hold kernels. The reference registry has a scalar kernel for every op
+// octet runs: the test oracle, never tuned. The optimized registry (src/kernels/cpu) has
+// fast kernels for the ops that matter for speed; each may decline a node it does not
+// handle (a dtype, a non-constant weight) at session creation, and the session then uses
+// the reference kernel for that node.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +19,23 @@
 #include "ir/graph.h"
 
 namespace octet {
+
+// Per-node data a kernel builds once at session creation and reads on every run:
+// prepacked weights, cached GEMM primitives. Kernels read it through a const reference,
+// so anything they mutate during a run (a per-shape cache) must be thread-safe.
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
+// Where a kernel's outputs get their memory. The session's implementation hands out
+// regions of its memory arena where the memory plan has a slot for the output, and heap
+// memory otherwise.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  virtual std::shared_ptr<Buffer> allocate(size_t output, size_t bytes, bool zero_fill) = 0;
+};
 
 class KernelContext {
  public:
@@ -30,9 +54,26 @@ class KernelContext {
   bool output_wanted(size_t i) const { return node_.output(i) != nullptr; }
   // A zero-filled output of this type and shape.
   Tensor& allocate_output(size_t i, DType dtype, std::vector<int64_t> shape);
+  // An output whose contents are undefined: for kernels that write every element.
+  Tensor& allocate_output_uninitialized(size_t i, DType dtype, std::vector<int64_t> shape);
   // An output that shares memory with an existing tensor (Identity, Reshape, ...).
   void set_output(size_t i, Tensor tensor);
   std::vector<Tensor>& outputs() { return outputs_; }
+
+  // The state this node's kernel built at session creation; nullptr when it has none.
+  const KernelState* state() const { return state_; }
+  template <typename T>
+  const T& state_as() const {
+    OCTET_ASSERT(state_, "kernel of ", node_.describe(), " has no prepared state");
+    return static_cast<const T&>(*state_);
+  }
+  // How many threads the kernel may use (OpenMP); 1 unless the session says more.
+  int threads() const { return threads_; }
+
+  // Set by the session before the kernel runs.
+  void set_state(const KernelState* state) { state_ = state; }
+  void set_allocator(OutputAllocator* allocator) { allocator_ = allocator; }
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
 
   template <typename... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
@@ -40,25 +81,47 @@ class KernelContext {
   }
 
  private:
+  Tensor& allocate(size_t i, DType dtype, std::vector<int64_t> shape, bool zero_fill);
+
   const Node& node_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  const KernelState* state_ = nullptr;
+  OutputAllocator* allocator_ = nullptr;
+  int threads_ = 1;
 };
 
 using KernelFn = void (*)(KernelContext&);
+// Called once per node at session creation. Returns false to decline the node (the
+// session falls back to the next registry); may fill `state` for the kernel to read.
+using KernelPrepareFn = bool (*)(const Node& node, std::unique_ptr<KernelState>& state);
 
-// Kernels by (domain, op_type). The reference table holds the scalar kernels that are
-// the test oracle for every optimized kernel.
+struct KernelDef {
+  KernelFn run = nullptr;
+  // Optional: without it the kernel takes every node of its op and keeps no state.
+  KernelPrepareFn prepare = nullptr;
+  // The kernel's outputs may share memory with its inputs (Reshape-like views). The
+  // memory planner then keeps the inputs' memory alive as long as the outputs.
+  bool may_alias_inputs = false;
+};
+
+// Kernels by (domain, op_type).
 class KernelRegistry {
  public:
+  // Scalar kernels for every op octet runs: the oracle for every optimized kernel.
   static const KernelRegistry& reference();
+  // Fast kernels (src/kernels/cpu); a subset of the ops, consulted first.
+  static const KernelRegistry& optimized();
 
   void add(const std::string& domain, const std::string& op_type, KernelFn fn);
+  void add(const std::string& domain, const std::string& op_type, KernelDef def);
+  // nullptr when the op has no kernel here. "ai.onnx" and "" name the same domain.
+  const KernelDef* find_def(const std::string& domain, const std::string& op_type) const;
   KernelFn find(const std::string& domain, const std::string& op_type) const;
   std::vector<std::pair<std::string, std::string>> ops() const;
 
  private:
-  std::map<std::pair<std::string, std::string>, KernelFn> kernels_;
+  std::map<std::pair<std::string, std::string>, KernelDef> kernels_;
 };
 
 }  // namespace octet

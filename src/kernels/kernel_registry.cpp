@@ -1,4 +1,5 @@
 #include "kernels/kernel.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/ref/ref_families.h"
 
 namespace octet {
@@ -8,10 +9,25 @@ const Tensor& KernelContext::input(size_t i) const {
   return *inputs_[i];
 }
 
-Tensor& KernelContext::allocate_output(size_t i, DType dtype, std::vector<int64_t> shape) {
+Tensor& KernelContext::allocate(size_t i, DType dtype, std::vector<int64_t> shape, bool zero_fill) {
   OCTET_ASSERT(i < outputs_.size(), "output index out of range for ", node_.describe());
-  outputs_[i] = Tensor(dtype, std::move(shape));
+  if (!allocator_ || dtype == DType::String) {
+    outputs_[i] = zero_fill ? Tensor(dtype, std::move(shape)) : Tensor::uninitialized(dtype, std::move(shape));
+    return outputs_[i];
+  }
+  for (int64_t d : shape)
+    if (d < 0) fail("output ", i, " would have a negative dimension ", shape_to_string(shape));
+  size_t bytes = dtype_storage_bytes(dtype, shape_numel(shape));
+  outputs_[i] = Tensor(dtype, std::move(shape), allocator_->allocate(i, bytes, zero_fill));
   return outputs_[i];
+}
+
+Tensor& KernelContext::allocate_output(size_t i, DType dtype, std::vector<int64_t> shape) {
+  return allocate(i, dtype, std::move(shape), true);
+}
+
+Tensor& KernelContext::allocate_output_uninitialized(size_t i, DType dtype, std::vector<int64_t> shape) {
+  return allocate(i, dtype, std::move(shape), false);
 }
 
 void KernelContext::set_output(size_t i, Tensor tensor) {
@@ -20,14 +36,24 @@ void KernelContext::set_output(size_t i, Tensor tensor) {
 }
 
 void KernelRegistry::add(const std::string& domain, const std::string& op_type, KernelFn fn) {
+  add(domain, op_type, KernelDef{fn});
+}
+
+void KernelRegistry::add(const std::string& domain, const std::string& op_type, KernelDef def) {
   // Two families claiming one op would make the winner depend on registration order.
   OCTET_ASSERT(!kernels_.count({domain, op_type}), "kernel ", domain, "::", op_type, " registered twice");
-  kernels_[{domain, op_type}] = fn;
+  OCTET_ASSERT(def.run, "kernel ", domain, "::", op_type, " registered without a run function");
+  kernels_[{domain, op_type}] = def;
+}
+
+const KernelDef* KernelRegistry::find_def(const std::string& domain, const std::string& op_type) const {
+  auto it = kernels_.find({domain == "ai.onnx" ? "" : domain, op_type});
+  return it == kernels_.end() ? nullptr : &it->second;
 }
 
 KernelFn KernelRegistry::find(const std::string& domain, const std::string& op_type) const {
-  auto it = kernels_.find({domain == "ai.onnx" ? "" : domain, op_type});
-  return it == kernels_.end() ? nullptr : it->second;
+  const KernelDef* def = find_def(domain, op_type);
+  return def ? def->run : nullptr;
 }
 
 std::vector<std::pair<std::string, std::string>> KernelRegistry::ops() const {
@@ -45,6 +71,18 @@ const KernelRegistry& KernelRegistry::reference() {
     register_ref_linalg(r);
     register_ref_quant(r);
     register_ref_octet(r);
+    // The reference view ops return their input's memory under a new shape.
+    for (const char* op : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+      r.kernels_.at({"", op}).may_alias_inputs = true;
+    return r;
+  }();
+  return registry;
+}
+
+const KernelRegistry& KernelRegistry::optimized() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    register_cpu_kernels(r);
     return r;
   }();
   return registry;

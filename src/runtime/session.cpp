@@ -1,5 +1,8 @@
 #include "runtime/session.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -40,11 +43,13 @@ void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
 
 Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
-  const KernelRegistry& kernels = KernelRegistry::reference();
+  OCTET_ASSERT(options_.threads >= 0, "SessionOptions.threads must be >= 0");
+  threads_ = options_.threads > 0 ? options_.threads : std::max(1, omp_get_num_procs());
+  const KernelRegistry& reference = KernelRegistry::reference();
   // Every unsupported op at once, so the user learns the whole gap in one go.
   std::map<std::string, std::vector<std::string>> missing;
   for (const Node* n : graph_->nodes())
-    if (!kernels.find(n->domain(), n->op_type())) missing[op_label(*n)].push_back(n->name());
+    if (!reference.find(n->domain(), n->op_type())) missing[op_label(*n)].push_back(n->name());
   if (!missing.empty()) {
     std::ostringstream msg;
     msg << "model uses " << missing.size() << " op(s) octet cannot run:";
@@ -59,7 +64,15 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
   for (const Value* v : graph_->values()) slots_.emplace(v, static_cast<int>(slots_.size()));
   std::map<int, size_t> last_reader;
   for (const Node* n : graph_->nodes()) {
-    Step step{n, kernels.find(n->domain(), n->op_type()), {}, {}, {}};
+    Step step{n, reference.find_def(n->domain(), n->op_type()), nullptr, {}, {}, {}};
+    if (options_.kernels == KernelChoice::Optimized) {
+      const KernelDef* fast = KernelRegistry::optimized().find_def(n->domain(), n->op_type());
+      std::unique_ptr<KernelState> state;
+      if (fast && (!fast->prepare || fast->prepare(*n, state))) {
+        step.kernel = fast;
+        step.state = std::move(state);
+      }
+    }
     for (const Value* v : n->inputs()) {
       step.inputs.push_back(v ? slot_of(v) : -1);
       if (v) last_reader[slot_of(v)] = steps_.size();
@@ -77,6 +90,21 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
 
 int Session::slot_of(const Value* v) const { return slots_.at(v); }
 
+int Session::optimized_nodes() const {
+  int count = 0;
+  for (const Step& step : steps_)
+    if (step.kernel != KernelRegistry::reference().find_def(step.node->domain(), step.node->op_type())) ++count;
+  return count;
+}
+
+std::map<std::string, int> Session::reference_ops() const {
+  std::map<std::string, int> out;
+  for (const Step& step : steps_)
+    if (step.kernel == KernelRegistry::reference().find_def(step.node->domain(), step.node->op_type()))
+      ++out[(step.node->domain().empty() ? "ai.onnx" : step.node->domain()) + "::" + step.node->op_type()];
+  return out;
+}
+
 std::vector<const Value*> Session::required_inputs() const {
   std::vector<const Value*> out;
   for (const Value* v : graph_->inputs())
@@ -85,6 +113,8 @@ std::vector<const Value*> Session::required_inputs() const {
 }
 
 NamedTensors Session::run(const NamedTensors& inputs) const {
+  // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
+  omp_set_num_threads(threads_);
   std::vector<std::shared_ptr<const Tensor>> values(slots_.size());
   for (const Value* v : graph_->initializers()) values[slot_of(v)] = v->constant();
 
@@ -115,7 +145,9 @@ NamedTensors Session::run(const NamedTensors& inputs) const {
       in.push_back(slot >= 0 ? values[slot].get() : nullptr);
     }
     KernelContext ctx(*step.node, std::move(in));
-    step.kernel(ctx);
+    ctx.set_state(step.state.get());
+    ctx.set_threads(threads_);
+    step.kernel->run(ctx);
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       Tensor& out = ctx.outputs()[i];

@@ -10,6 +10,7 @@
 // stack, so several threads may call run() on one Session at once.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -23,10 +24,18 @@ namespace octet {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+enum class KernelChoice {
+  Optimized,  // the optimized kernel where one takes the node, else the reference one
+  Reference,  // the scalar reference kernels only (the oracle; for debugging)
+};
+
 struct SessionOptions {
   // Compare every kernel output with the inferred type under the run's bindings. Cheap
   // next to the kernels; catches an inference rule and a kernel that disagree.
   bool check_inferred_shapes = true;
+  KernelChoice kernels = KernelChoice::Optimized;
+  // Threads each kernel may use; 0 means one per core the process may run on.
+  int threads = 0;
 };
 
 class Session {
@@ -40,11 +49,18 @@ class Session {
   const Graph& graph() const { return *graph_; }
   // Graph inputs the caller must provide (inputs that are not initializers).
   std::vector<const Value*> required_inputs() const;
+  // The threads kernels use (options.threads resolved).
+  int threads() const { return threads_; }
+  // How many nodes run an optimized kernel, and which ops fell back to the reference
+  // kernels ("ai.onnx::Erf" -> count): what `octet bench` and `inspect` report.
+  int optimized_nodes() const;
+  std::map<std::string, int> reference_ops() const;
 
  private:
   struct Step {
     const Node* node;
-    KernelFn kernel;
+    const KernelDef* kernel;
+    std::unique_ptr<KernelState> state;  // what the kernel prepared for this node
     std::vector<int> inputs;   // value slots, -1 for an omitted input
     std::vector<int> outputs;  // value slots, -1 for an unused output
     std::vector<int> release;  // slots whose last reader is this step
@@ -53,6 +69,7 @@ class Session {
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;
+  int threads_ = 1;
   std::unordered_map<const Value*, int> slots_;
   std::vector<Step> steps_;
 };

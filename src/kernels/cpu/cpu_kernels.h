@@ -1,0 +1,13 @@
+// The optimized CPU kernels, registered by family. Each family's kernels are tested
+// against their reference twins (tests/unit/cpu_*_test.cpp) on edge shapes and on every
+// ISA level the machine has (see kernels/dispatch/cpu_features.h).
+#pragma once
+
+#include "kernels/kernel.h"
+
+namespace octet {
+
+// Fills the optimized registry: every family below.
+void register_cpu_kernels(KernelRegistry& r);
+
+}  // namespace octet

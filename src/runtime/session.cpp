@@ -45,6 +45,15 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     : graph_(std::move(graph)), options_(options) {
   OCTET_ASSERT(options_.threads >= 0, "SessionOptions.threads must be >= 0");
   threads_ = options_.threads > 0 ? options_.threads : std::max(1, omp_get_num_procs());
+  for (const Value* v : graph_->values()) {
+    slots_.emplace(v, static_cast<int>(slot_values_.size()));
+    slot_values_.push_back(v);
+  }
+  select_kernels();
+  plan_lifetimes();
+}
+
+void Session::select_kernels() {
   const KernelRegistry& reference = KernelRegistry::reference();
   // Every unsupported op at once, so the user learns the whole gap in one go.
   std::map<std::string, std::vector<std::string>> missing;
@@ -61,7 +70,6 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     fail(msg.str());
   }
 
-  for (const Value* v : graph_->values()) slots_.emplace(v, static_cast<int>(slots_.size()));
   std::map<int, size_t> last_reader;
   for (const Node* n : graph_->nodes()) {
     Step step{n, reference.find_def(n->domain(), n->op_type()), nullptr, {}, {}, {}};
@@ -88,6 +96,50 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     if (!keep.count(slot)) steps_[step].release.push_back(slot);
 }
 
+void Session::plan_lifetimes() {
+  const size_t n = slot_values_.size();
+  // Views share their input's memory: union them into one storage class whose root is
+  // the tensor a kernel allocated.
+  std::vector<int> root(n);
+  for (size_t i = 0; i < n; ++i) root[i] = static_cast<int>(i);
+  auto find = [&](int s) {
+    while (root[s] != s) s = root[s] = root[root[s]];
+    return s;
+  };
+  std::vector<int> first(n, -1), last(n, -1);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    for (int out : step.outputs)
+      if (out >= 0) first[out] = static_cast<int>(i);
+    if (!step.kernel->may_alias_inputs) continue;
+    for (int out : step.outputs)
+      for (int in : step.inputs)
+        if (out >= 0 && in >= 0) root[find(out)] = find(in);
+  }
+  // A class is planned only when its root was written by a step and no member is a
+  // graph output (those must outlive the run's arena).
+  std::vector<char> plannable(n, 1);
+  for (size_t s = 0; s < n; ++s)
+    if (first[s] < 0 && find(static_cast<int>(s)) == static_cast<int>(s)) plannable[s] = 0;
+  for (const Value* v : graph_->outputs()) plannable[find(slot_of(v))] = 0;
+  life_first_.assign(n, -1);
+  life_last_.assign(n, -1);
+  for (size_t s = 0; s < n; ++s) {
+    int r = find(static_cast<int>(s));
+    if (r == static_cast<int>(s) && plannable[s]) life_first_[s] = life_last_[s] = first[s];
+  }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    auto touch = [&](int slot) {
+      if (slot < 0) return;
+      int r = find(slot);
+      if (life_first_[r] >= 0) life_last_[r] = std::max(life_last_[r], static_cast<int>(i));
+    };
+    for (int in : steps_[i].inputs) touch(in);
+    for (const Value* v : steps_[i].node->implicit_inputs()) touch(slot_of(v));
+    for (int out : steps_[i].outputs) touch(out);
+  }
+}
+
 int Session::slot_of(const Value* v) const { return slots_.at(v); }
 
 int Session::optimized_nodes() const {
@@ -110,70 +162,6 @@ std::vector<const Value*> Session::required_inputs() const {
   for (const Value* v : graph_->inputs())
     if (!v->is_initializer()) out.push_back(v);
   return out;
-}
-
-NamedTensors Session::run(const NamedTensors& inputs) const {
-  // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
-  omp_set_num_threads(threads_);
-  std::vector<std::shared_ptr<const Tensor>> values(slots_.size());
-  for (const Value* v : graph_->initializers()) values[slot_of(v)] = v->constant();
-
-  // Bind and validate inputs.
-  Bindings bindings;
-  std::set<std::string> given;
-  for (const auto& [name, tensor] : inputs) {
-    const Value* v = graph_->find_value(name);
-    if (!v || !v->is_graph_input()) {
-      std::string expected;
-      for (const Value* r : required_inputs()) expected += (expected.empty() ? "" : ", ") + r->name();
-      fail("'", name, "' is not an input of this model (inputs: ", expected, ")");
-    }
-    if (!given.insert(name).second) fail("input '", name, "' is given twice");
-    if (v->type.known() && tensor.dtype() != v->type.dtype)
-      fail("input '", name, "' is ", dtype_name(tensor.dtype()), ", the model expects ",
-           dtype_name(v->type.dtype));
-    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), "input '" + name + "'", bindings);
-    values[slot_of(v)] = std::make_shared<const Tensor>(tensor);
-  }
-  for (const Value* v : required_inputs())
-    if (!given.count(v->name())) fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
-
-  for (const Step& step : steps_) {
-    std::vector<const Tensor*> in;
-    for (int slot : step.inputs) {
-      OCTET_ASSERT(slot < 0 || values[slot], "value not computed before ", step.node->describe());
-      in.push_back(slot >= 0 ? values[slot].get() : nullptr);
-    }
-    KernelContext ctx(*step.node, std::move(in));
-    ctx.set_state(step.state.get());
-    ctx.set_threads(threads_);
-    step.kernel->run(ctx);
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] < 0) continue;
-      Tensor& out = ctx.outputs()[i];
-      const Value* v = step.node->output(i);
-      if (out.dtype() == DType::Undefined)
-        fail(step.node->describe(), ": kernel produced no output ", i);
-      if (options_.check_inferred_shapes && v->type.known()) {
-        if (v->type.dtype != out.dtype())
-          fail("internal error: ", step.node->describe(), " output '", v->name(), "' is ",
-               dtype_name(out.dtype()), " but inference said ", dtype_name(v->type.dtype));
-        // Symbols first seen here (fresh ones from unknown dims) get bound by the result.
-        if (v->type.dims)
-          bind_dims(*v->type.dims, out.shape(),
-                    "internal error: " + step.node->describe() + " output '" + v->name() + "'", bindings);
-      }
-      values[step.outputs[i]] = std::make_shared<const Tensor>(std::move(out));
-    }
-    for (int slot : step.release) values[slot].reset();
-  }
-
-  NamedTensors outputs;
-  for (const Value* v : graph_->outputs()) {
-    OCTET_ASSERT(values[slot_of(v)], "graph output '", v->name(), "' was not computed");
-    outputs.emplace_back(v->name(), *values[slot_of(v)]);
-  }
-  return outputs;
 }
 
 }  // namespace octet

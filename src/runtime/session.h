@@ -1,17 +1,23 @@
-// Session: runs a graph on concrete inputs with the reference kernels.
+// Session: runs a graph on concrete inputs.
 //
 // At construction every node must have a kernel; otherwise the error lists every
-// unsupported op of the model at once (not one per run). At each run the graph inputs'
-// symbolic dims are bound from the actual tensors (batch and seq may differ per call),
-// inputs are validated (names, dtype, rank, known dims, consistent symbols), and each
-// node's outputs are checked against what shape inference promised under those bindings.
+// unsupported op of the model at once (not one per run). Each node gets the optimized
+// kernel when one takes it (which may prepack weights now, once), else the reference
+// kernel. At each run the graph inputs' symbolic dims are bound from the actual tensors
+// (batch and seq may differ per call), inputs are validated (names, dtype, rank, known
+// dims, consistent symbols), and each node's outputs are checked against what shape
+// inference promised under those bindings.
 //
-// A Session is immutable after construction: run() keeps all per-run state on its own
-// stack, so several threads may call run() on one Session at once.
+// Intermediate tensors live in one arena per run, laid out by the memory planner
+// (runtime/memory_plan.h) for the run's bindings; the layout is cached per binding.
+//
+// run() keeps its per-run state on its own stack (the plan cache and arena pool are
+// guarded), so several threads may call run() on one Session at once.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -19,6 +25,7 @@
 
 #include "ir/graph.h"
 #include "kernels/kernel.h"
+#include "runtime/memory_plan.h"
 
 namespace octet {
 
@@ -56,6 +63,14 @@ class Session {
   int optimized_nodes() const;
   std::map<std::string, int> reference_ops() const;
 
+  struct MemoryStats {
+    size_t arena_bytes = 0;    // the arena one run needs
+    size_t tensor_bytes = 0;   // the tensors placed in it, summed: the arena's savings
+    size_t arena_tensors = 0;  // how many tensors the plan placed
+  };
+  // The memory plan for runs with these input dim bindings ({"batch": 1, "seq": 128}).
+  MemoryStats memory_stats(const Bindings& bindings) const;
+
  private:
   struct Step {
     const Node* node;
@@ -65,13 +80,37 @@ class Session {
     std::vector<int> outputs;  // value slots, -1 for an unused output
     std::vector<int> release;  // slots whose last reader is this step
   };
+  // What a run needs to know for one set of input bindings.
+  struct RunPlan {
+    std::vector<int64_t> arena_offset;  // per slot; -1 where the tensor uses the heap
+    std::vector<size_t> arena_bytes;    // per slot: the bytes reserved at arena_offset
+    // Per slot, the shape inference promises when every dim evaluates, else empty
+    // with known_shape false (fresh symbols are bound as outputs appear).
+    std::vector<std::vector<int64_t>> shape;
+    std::vector<char> known_shape;
+    size_t arena_size = 0;
+  };
+  class RunAllocator;
+
   int slot_of(const Value* v) const;
+  void select_kernels();
+  void plan_lifetimes();
+  std::shared_ptr<const RunPlan> plan_for(const Bindings& bindings) const;
+  std::shared_ptr<const RunPlan> make_plan(const Bindings& bindings) const;
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;
   int threads_ = 1;
   std::unordered_map<const Value*, int> slots_;
+  std::vector<const Value*> slot_values_;
   std::vector<Step> steps_;
+  // Memory lifetimes, per slot that owns its memory (not a view, input, constant or
+  // graph output): first and last step touching it or any view of it; -1 otherwise.
+  std::vector<int> life_first_, life_last_;
+
+  mutable std::mutex plans_mutex_;
+  mutable std::map<Bindings, std::shared_ptr<const RunPlan>> plans_;
+  mutable ArenaPool arenas_;
 };
 
 // Binds each symbol of `declared` from `actual`, or checks it against an existing

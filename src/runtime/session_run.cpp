@@ -1,0 +1,214 @@
+// Session::run: binding inputs, the per-binding run plan, and the step loop.
+//
+// The step loop is the hot path for small models (a BERT layer at seq 128 is tens of
+// microseconds of kernels), so per step it does no string work and no map lookups:
+// expected output shapes are evaluated once per plan, and error messages are built only
+// when a check fails.
+#include <omp.h>
+
+#include <cstring>
+#include <set>
+
+#include "runtime/session.h"
+
+namespace octet {
+
+namespace {
+
+// Plans are cached per binding; a caller cycling through many shapes must not grow the
+// cache without bound.
+constexpr size_t kMaxCachedPlans = 64;
+
+Tensor copy_to_heap(const Tensor& t) {
+  Tensor copy = Tensor::uninitialized(t.dtype(), t.shape());
+  if (t.bytes() > 0) std::memcpy(copy.mutable_raw(), t.raw(), t.bytes());
+  return copy;
+}
+
+}  // namespace
+
+// Hands out arena regions for the outputs the plan placed, heap memory for the rest.
+class Session::RunAllocator : public OutputAllocator {
+ public:
+  RunAllocator(const RunPlan& plan, std::shared_ptr<Buffer> arena) : plan_(plan), arena_(std::move(arena)) {}
+
+  void begin_step(const Step& step) { step_ = &step; }
+
+  std::shared_ptr<Buffer> allocate(size_t output, size_t bytes, bool zero_fill) override {
+    int slot = output < step_->outputs.size() ? step_->outputs[output] : -1;
+    if (slot < 0 || plan_.arena_offset[slot] < 0 || bytes > plan_.arena_bytes[slot])
+      return zero_fill ? Buffer::allocate(bytes) : Buffer::allocate_uninitialized(bytes);
+    uint8_t* p = arena_->mutable_data() + plan_.arena_offset[slot];
+    if (zero_fill && bytes > 0) std::memset(p, 0, bytes);
+    return Buffer::borrow_writable(p, bytes, arena_);
+  }
+
+  bool in_arena(const Tensor& t) const {
+    const uint8_t* p = t.raw();
+    const uint8_t* base = arena_->data();
+    return p && p >= base && p < base + arena_->size();
+  }
+  // True when `t` sits exactly where the plan put this slot's tensor.
+  bool at_planned_place(const Tensor& t, int slot) const {
+    return plan_.arena_offset[slot] >= 0 && t.raw() == arena_->data() + plan_.arena_offset[slot];
+  }
+  const std::shared_ptr<Buffer>& arena() const { return arena_; }
+
+ private:
+  const RunPlan& plan_;
+  std::shared_ptr<Buffer> arena_;
+  const Step* step_ = nullptr;
+};
+
+std::shared_ptr<const Session::RunPlan> Session::plan_for(const Bindings& bindings) const {
+  {
+    std::lock_guard<std::mutex> lock(plans_mutex_);
+    auto it = plans_.find(bindings);
+    if (it != plans_.end()) return it->second;
+  }
+  auto plan = make_plan(bindings);
+  std::lock_guard<std::mutex> lock(plans_mutex_);
+  if (plans_.size() >= kMaxCachedPlans) plans_.clear();
+  plans_.emplace(bindings, plan);
+  return plan;
+}
+
+std::shared_ptr<const Session::RunPlan> Session::make_plan(const Bindings& bindings) const {
+  auto plan = std::make_shared<RunPlan>();
+  const size_t n = slot_values_.size();
+  plan->shape.resize(n);
+  plan->known_shape.assign(n, 0);
+  plan->arena_offset.assign(n, -1);
+  plan->arena_bytes.assign(n, 0);
+  for (size_t s = 0; s < n; ++s) {
+    const TensorType& type = slot_values_[s]->type;
+    if (!type.known() || !type.dims) continue;
+    std::vector<int64_t> shape;
+    bool all = true;
+    for (const Dim& d : *type.dims) {
+      auto v = d.evaluate(bindings);
+      if (!v) {
+        all = false;
+        break;
+      }
+      shape.push_back(*v);
+    }
+    if (!all) continue;
+    plan->known_shape[s] = 1;
+    plan->shape[s] = std::move(shape);
+  }
+  std::vector<Lifetime> lives;
+  std::vector<size_t> lives_slot;
+  for (size_t s = 0; s < n; ++s) {
+    if (life_first_[s] < 0 || !plan->known_shape[s] || slot_values_[s]->type.dtype == DType::String) continue;
+    size_t bytes = dtype_storage_bytes(slot_values_[s]->type.dtype, shape_numel(plan->shape[s]));
+    lives.push_back({bytes, life_first_[s], life_last_[s]});
+    lives_slot.push_back(s);
+  }
+  ArenaLayout layout = place_lifetimes(lives);
+  for (size_t i = 0; i < lives.size(); ++i) {
+    plan->arena_offset[lives_slot[i]] = static_cast<int64_t>(layout.offsets[i]);
+    plan->arena_bytes[lives_slot[i]] = lives[i].bytes;
+  }
+  plan->arena_size = layout.total_bytes;
+  return plan;
+}
+
+Session::MemoryStats Session::memory_stats(const Bindings& bindings) const {
+  auto plan = plan_for(bindings);
+  MemoryStats stats;
+  stats.arena_bytes = plan->arena_size;
+  for (size_t s = 0; s < plan->arena_offset.size(); ++s)
+    if (plan->arena_offset[s] >= 0) {
+      stats.tensor_bytes += plan->arena_bytes[s];
+      ++stats.arena_tensors;
+    }
+  return stats;
+}
+
+NamedTensors Session::run(const NamedTensors& inputs) const {
+  // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
+  omp_set_num_threads(threads_);
+  std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
+  for (const Value* v : graph_->initializers()) values[slot_of(v)] = v->constant();
+
+  // Bind and validate inputs.
+  Bindings bindings;
+  std::set<std::string> given;
+  for (const auto& [name, tensor] : inputs) {
+    const Value* v = graph_->find_value(name);
+    if (!v || !v->is_graph_input()) {
+      std::string expected;
+      for (const Value* r : required_inputs()) expected += (expected.empty() ? "" : ", ") + r->name();
+      fail("'", name, "' is not an input of this model (inputs: ", expected, ")");
+    }
+    if (!given.insert(name).second) fail("input '", name, "' is given twice");
+    if (v->type.known() && tensor.dtype() != v->type.dtype)
+      fail("input '", name, "' is ", dtype_name(tensor.dtype()), ", the model expects ",
+           dtype_name(v->type.dtype));
+    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), "input '" + name + "'", bindings);
+    values[slot_of(v)] = std::make_shared<const Tensor>(tensor);
+  }
+  for (const Value* v : required_inputs())
+    if (!given.count(v->name())) fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
+
+  std::shared_ptr<const RunPlan> plan = plan_for(bindings);
+  RunAllocator allocator(*plan, arenas_.acquire(plan->arena_size));
+  std::vector<const Tensor*> in;
+  for (const Step& step : steps_) {
+    in.clear();
+    for (int slot : step.inputs) {
+      OCTET_ASSERT(slot < 0 || values[slot], "value not computed before ", step.node->describe());
+      in.push_back(slot >= 0 ? values[slot].get() : nullptr);
+    }
+    KernelContext ctx(*step.node, in);
+    ctx.set_state(step.state.get());
+    ctx.set_threads(threads_);
+    allocator.begin_step(step);
+    ctx.set_allocator(&allocator);
+    step.kernel->run(ctx);
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      int slot = step.outputs[i];
+      if (slot < 0) continue;
+      Tensor& out = ctx.outputs()[i];
+      const Value* v = slot_values_[slot];
+      if (out.dtype() == DType::Undefined)
+        fail(step.node->describe(), ": kernel produced no output ", i);
+      if (options_.check_inferred_shapes && v->type.known()) {
+        if (v->type.dtype != out.dtype())
+          fail("internal error: ", step.node->describe(), " output '", v->name(), "' is ",
+               dtype_name(out.dtype()), " but inference said ", dtype_name(v->type.dtype));
+        if (plan->known_shape[slot]) {
+          if (plan->shape[slot] != out.shape())
+            fail("internal error: ", step.node->describe(), " output '", v->name(), "' has shape ",
+                 shape_to_string(out.shape()), " but inference said ", shape_to_string(plan->shape[slot]),
+                 " (", dims_to_string(*v->type.dims), ")");
+        } else if (v->type.dims) {
+          // Symbols first seen here (fresh ones from unknown dims) get bound by the result.
+          bind_dims(*v->type.dims, out.shape(),
+                    "internal error: " + step.node->describe() + " output '" + v->name() + "'", bindings);
+        }
+      }
+      // A kernel not declared as a view may still return an input's memory (a no-op
+      // Cast); when that memory is in the arena, the plan does not know to keep it, so
+      // the output gets its own copy.
+      if (!step.kernel->may_alias_inputs && allocator.in_arena(out) && !allocator.at_planned_place(out, slot))
+        out = copy_to_heap(out);
+      values[slot] = std::make_shared<const Tensor>(std::move(out));
+    }
+    for (int slot : step.release) values[slot].reset();
+  }
+
+  NamedTensors outputs;
+  for (const Value* v : graph_->outputs()) {
+    const auto& t = values[slot_of(v)];
+    OCTET_ASSERT(t, "graph output '", v->name(), "' was not computed");
+    // The arena goes back to the pool: nothing returned may point into it.
+    outputs.emplace_back(v->name(), allocator.in_arena(*t) ? copy_to_heap(*t) : *t);
+  }
+  values.clear();
+  arenas_.release(allocator.arena());
+  return outputs;
+}
+
+}  // namespace octet

@@ -92,6 +92,13 @@ struct Math {
   // Rational minimax on |x| < 2 (as Eigen/XLA; ~3e-7 relative in float); beyond,
   // sign(x) * (1 - erfc(|x|)), where erfc < 0.005 makes its error negligible.
   static F erf(F a) {
+    const F ax = T::abs(a);
+    const F large = T::copy_sign(T::sub(T::set1(1.0f), erfc_pos(T::min(T::set1(12.0f), ax))), a);
+    return T::select(T::lt(ax, T::set1(2.0f)), erf_small(a), large);
+  }
+
+  // The rational part of erf, for |a| < 2 (a is clamped there).
+  static F erf_small(F a) {
     const F x = T::min(T::set1(2.0f), T::max(T::set1(-2.0f), a));
     const F x2 = T::mul(x, x);
     F p = T::set1(-2.72614225801306e-10f);
@@ -107,10 +114,7 @@ struct Math {
     q = T::fmadd(x2, q, T::set1(-1.68282697438203e-03f));
     q = T::fmadd(x2, q, T::set1(-7.37332916720468e-03f));
     q = T::fmadd(x2, q, T::set1(-1.42647390514189e-02f));
-    const F small = T::div(p, q);
-    const F ax = T::abs(a);
-    const F large = T::copy_sign(T::sub(T::set1(1.0f), erfc_pos(T::min(T::set1(10.0f), ax))), a);
-    return T::select(T::lt(ax, T::set1(2.0f)), small, large);
+    return T::div(p, q);
   }
 
   static F sigmoid(F x) {
@@ -123,9 +127,11 @@ struct Math {
   static F gelu_erf(F x) {
     const F h = T::mul(x, T::set1(0.5f));
     const F z = T::mul(x, T::set1(0.70710678118654752f));
-    const F direct = T::fmadd(h, erf(z), h);
-    const F tail = T::mul(h, erfc_pos(T::min(T::set1(10.0f), T::abs(z))));
-    return T::select(T::lt(z, T::set1(-0.5f)), tail, direct);
+    // One erfc serves both tails: h*erfc(|z|) below, h*(2 - erfc(z)) for z >= 2.
+    const F c = erfc_pos(T::min(T::set1(12.0f), T::abs(z)));
+    const F middle = T::fmadd(h, erf_small(z), h);
+    const F upper = T::mul(h, T::sub(T::set1(2.0f), c));
+    return T::select(T::lt(z, T::set1(-0.5f)), T::mul(h, c), T::select(T::lt(z, T::set1(2.0f)), middle, upper));
   }
 
   // 0.5 x (1 + tanh(u)) == x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
@@ -198,20 +204,29 @@ template <class T>
 float row_exp_sum(const float* x, float scale, float shift, float* y, int64_t n) {
   using F = typename T::F;
   const F vs = T::set1(scale), vshift = T::set1(-shift);
-  F s0 = T::set1(0.0f), s1 = s0;
-  int64_t i = 0;
-  for (; i + T::kWidth <= n; i += T::kWidth) {
+  auto e_at = [&](int64_t i) {
     const F e = Math<T>::exp(T::fmadd(T::load(x + i), vs, vshift));
     T::store(y + i, e);
-    s0 = T::add(s0, e);
+    return e;
+  };
+  // Four accumulators, as row_sum_of: shorter add chains and smaller partial sums (the
+  // scalar build otherwise sums a 4K row in one float).
+  F s0 = T::set1(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 4 * T::kWidth <= n; i += 4 * T::kWidth) {
+    s0 = T::add(s0, e_at(i));
+    s1 = T::add(s1, e_at(i + T::kWidth));
+    s2 = T::add(s2, e_at(i + 2 * T::kWidth));
+    s3 = T::add(s3, e_at(i + 3 * T::kWidth));
   }
+  for (; i + T::kWidth <= n; i += T::kWidth) s0 = T::add(s0, e_at(i));
   if (i < n) {
     // Tail lanes read -inf, whose exp is 0, so they add nothing to the sum.
     const F e = Math<T>::exp(T::fmadd(T::load_tail(x + i, n - i, -__builtin_inff()), vs, vshift));
     T::store_tail(y + i, e, n - i);
-    s1 = e;
+    s1 = T::add(s1, e);
   }
-  return T::reduce_add(T::add(s0, s1));
+  return T::reduce_add(T::add(T::add(s0, s1), T::add(s2, s3)));
 }
 
 template <class T>

@@ -1,0 +1,171 @@
+// The row helpers of kernels/cpu/vec_ops.h: ISA dispatch, and the accuracy of the fast
+// exp/tanh/erf/sigmoid/GeLU against double-precision libm at every ISA level.
+//
+// Bounds tested (relative to the double result, with an absolute floor for results
+// near 0, where a float reference itself is only good to ~1e-7 absolute):
+//   exp, sigmoid  rel 1e-6 on [-87, 88] (results down to 1e-38)
+//   tanh, erf     rel 1e-6, abs floor 1e-7 (the value of ~1 ulp at 1)
+//   GeLU          rel 1e-6, abs floor 1e-7 * max(1, |x|) (0.5*x*(1+erf) loses the rest to
+//                 cancellation for x << 0, in the float reference as much as here)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "kernels/cpu/vec_ops.h"
+
+namespace octet::cpu {
+namespace {
+
+TEST(CpuVecOps, DispatchHonoursScopedIsaLevel) {
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    EXPECT_EQ(active_isa(), level);
+    EXPECT_STREQ(vec_ops().name, isa_name(level));
+    EXPECT_EQ(&vec_ops(), &vec_table(level));
+  }
+  // Levels differ in their functions, not just their names.
+  const std::vector<IsaLevel> levels = available_isas();
+  for (size_t i = 1; i < levels.size(); ++i)
+    EXPECT_NE(vec_table(levels[i]).softmax_row, vec_table(levels[i - 1]).softmax_row);
+}
+
+std::vector<float> dense_range(float lo, float hi, int count) {
+  std::vector<float> x(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) x[static_cast<size_t>(i)] = lo + (hi - lo) * static_cast<float>(i) / static_cast<float>(count - 1);
+  return x;
+}
+
+double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+struct Case {
+  UnaryOp op;
+  const char* name;
+  double (*ref)(double);
+  float lo, hi;
+  double atol;
+  bool atol_scales_with_x;
+};
+
+TEST(CpuVecOps, FastMathAccuracyAtEveryIsa) {
+  const Case cases[] = {
+      {UnaryOp::Exp, "exp", [](double x) { return std::exp(x); }, -87.0f, 88.0f, 0, false},
+      {UnaryOp::Sigmoid, "sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -87.0f, 30.0f, 0, false},
+      {UnaryOp::Tanh, "tanh", [](double x) { return std::tanh(x); }, -12.0f, 12.0f, 1e-7, false},
+      {UnaryOp::Erf, "erf", [](double x) { return std::erf(x); }, -6.0f, 6.0f, 1e-7, false},
+      {UnaryOp::GeluErf, "gelu", gelu_erf_ref, -10.0f, 10.0f, 1e-7, true},
+      {UnaryOp::GeluTanh, "gelu_tanh", gelu_tanh_ref, -10.0f, 10.0f, 1e-7, true},
+  };
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    for (const Case& c : cases) {
+      // 200003 points: odd, so every vector width leaves a tail.
+      std::vector<float> x = dense_range(c.lo, c.hi, 200003);
+      for (float tiny : {1e-30f, -1e-20f, 1e-7f, -3e-4f, 0.0f}) x.push_back(tiny);
+      std::vector<float> y(x.size());
+      unary(c.op, x.data(), y.data(), static_cast<int64_t>(x.size()));
+      double worst = 0, worst_x = 0;
+      int bad = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double want = c.ref(x[i]);
+        const double floor = c.atol * (c.atol_scales_with_x ? std::max(1.0, std::fabs(double{x[i]})) : 1.0);
+        const double err = std::fabs(y[i] - want);
+        const double rel = err / std::max(std::fabs(want), floor > 0 ? floor / 1e-6 : 1e-300);
+        if (rel > worst) worst = rel, worst_x = x[i];
+        if (err > 1e-6 * std::fabs(want) + floor && bad++ < 3)
+          ADD_FAILURE() << c.name << " at " << isa_name(level) << ": x=" << x[i] << " got " << y[i] << " want " << want;
+      }
+      std::printf("[ accuracy ] %-9s %-7s max error %.3g at x = %.6g (relative, floor as documented)\n", c.name,
+                  isa_name(level), worst, worst_x);
+    }
+  }
+}
+
+TEST(CpuVecOps, SpecialValues) {
+  const float inf = INFINITY, nan = NAN;
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    const std::vector<float> x = {inf, -inf, nan, 89.0f, -110.0f, -100.0f, 0.0f, -0.0f, 88.5f};
+    std::vector<float> y(x.size());
+    exp(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    EXPECT_EQ(y[0], inf);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_TRUE(std::isnan(y[2]));
+    EXPECT_EQ(y[3], inf);
+    EXPECT_EQ(y[4], 0.0f);
+    EXPECT_NEAR(y[5], std::exp(-100.0), 2e-45);  // subnormal result kept
+    EXPECT_EQ(y[6], 1.0f);
+    EXPECT_EQ(y[7], 1.0f);
+    EXPECT_NEAR(y[8], std::exp(88.5), 1e-6 * std::exp(88.5));
+    unary(UnaryOp::Tanh, x.data(), y.data(), 3);
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[1], -1.0f);
+    EXPECT_TRUE(std::isnan(y[2]));
+    unary(UnaryOp::Erf, x.data(), y.data(), 3);
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[1], -1.0f);
+    EXPECT_TRUE(std::isnan(y[2]));
+    unary(UnaryOp::Sigmoid, x.data(), y.data(), 3);
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_TRUE(std::isnan(y[2]));
+    const std::vector<float> r = {nan, -0.0f, -2.0f, 3.0f};
+    std::vector<float> ry(r.size());
+    unary(UnaryOp::Relu, r.data(), ry.data(), 4);
+    EXPECT_TRUE(std::isnan(ry[0]));
+    EXPECT_TRUE(std::signbit(ry[1]));
+    EXPECT_EQ(ry[2], 0.0f);
+    EXPECT_EQ(ry[3], 3.0f);
+  }
+}
+
+// softmax_rows with strides and a scale, as a fused attention kernel calls it; rows of
+// -inf entries (masked keys) contribute exactly 0.
+TEST(CpuVecOps, SoftmaxRowsWithStridesAndScale) {
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    for (int64_t cols : {1, 7, 8, 15, 16, 17, 33, 70, 129}) {
+      const int64_t rows = 3, xs = cols + 5, ys = cols + 2;
+      std::vector<float> x(static_cast<size_t>(rows * xs)), y(static_cast<size_t>(rows * ys), 42.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)) * 6);
+      if (cols > 2) x[static_cast<size_t>(xs + 1)] = -INFINITY;
+      const float scale = 0.125f;
+      softmax_rows(x.data(), y.data(), rows, cols, xs, ys, scale);
+      for (int64_t r = 0; r < rows; ++r) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, double{x[r * xs + c]} * scale);
+        for (int64_t c = 0; c < cols; ++c) sum += std::exp(double{x[r * xs + c]} * scale - mx);
+        for (int64_t c = 0; c < cols; ++c) {
+          const double want = std::exp(double{x[r * xs + c]} * scale - mx) / sum;
+          EXPECT_NEAR(y[r * ys + c], want, 1e-6 * want + 1e-12) << isa_name(level) << " cols " << cols;
+        }
+        for (int64_t c = cols; c < ys; ++c) EXPECT_EQ(y[r * ys + c], 42.0f) << "wrote past the row";
+      }
+      if (cols > 2) EXPECT_EQ(y[static_cast<size_t>(ys + 1)], 0.0f);
+    }
+  }
+}
+
+TEST(CpuVecOps, ReductionsAndNormRows) {
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    for (int64_t n : {0, 1, 5, 8, 16, 31, 64, 65, 4099}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      double sum = 0, mx = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) {
+        x[static_cast<size_t>(i)] = static_cast<float>(std::cos(1.3 * static_cast<double>(i)) * 2 + 0.5);
+        sum += x[static_cast<size_t>(i)];
+        mx = std::max(mx, double{x[static_cast<size_t>(i)]});
+      }
+      EXPECT_NEAR(sum_of(x.data(), n), sum, 1e-5 * (1 + std::fabs(sum)));
+      EXPECT_EQ(max_of(x.data(), n), static_cast<float>(mx));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace octet::cpu

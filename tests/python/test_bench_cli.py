@@ -137,10 +137,31 @@ def check_help():
     assert code == 0
     for needle in ("--dim", "--threads", "--warmup", "--iters", "--level", "--reference", "--input", "--random",
                    "--json", "--dynamic", "--seq-dim", "--out", "--seed", "one per core", "default 10",
-                   "default 100", "peak_rss_mb", "getrusage"):
+                   "default 100", "peak_rss_mb", "VmHWM"):
         assert needle in out, f"--help lacks '{needle}'"
 
 
+def check_compare_script():
+    """bench/compare.py end to end on one small setting: octet and onnxruntime agree."""
+    import subprocess
+    import sys
+    out = tmp("compare.json")
+    proc = subprocess.run([sys.executable, os.path.join(args.source_dir, "bench/compare.py"), "--octet", args.octet,
+                           "--model", f"{BERT}:batch=1,seq=8", "--engines", "octet,ort", "--iters", "3",
+                           "--warmup", "1", "--json", out], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(out) as f:
+        r = json.load(f)
+    assert r["machine"]["cores"] >= 1 and r["machine"]["versions"]["onnxruntime"], r["machine"]
+    (entry,) = r["results"]
+    assert entry["outputs"]["octet"]["ok"], entry["outputs"]
+    for engine in ("octet", "ort"):
+        e = entry["engines"][engine]
+        assert e["iters"] == 3 and e["threads"] == 2 and 0 < e["p50_ms"] <= e["p90_ms"] and e["peak_rss_mb"] > 0, e
+    assert "bert_tiny" in proc.stdout and "vs ort p50" in proc.stdout, proc.stdout
+
+
 t.check("bad arguments: exit 1, one line", check_bad_arguments)
+t.check("bench/compare.py: octet vs onnxruntime", check_compare_script)
 t.check("--help", check_help)
 t.finish()

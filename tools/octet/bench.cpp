@@ -39,8 +39,9 @@ const char* kFooter = R"(WHAT IS MEASURED
   by the tokens per run (batch * seq) when a seq dim is bound (--seq-dim picks it, by
   default the bound dim whose name contains "seq").
 
-  peak_rss_mb is the process's high-water resident memory (getrusage ru_maxrss): the
-  model, the optimizer's work and the runs. model_mb counts the .onnx file and its
+  peak_rss_mb is the process's high-water resident memory (VmHWM on Linux; getrusage
+  ru_maxrss elsewhere, which on Linux would also count a parent's memory at exec): the
+  model, the optimizer's work and the runs; rss_mb is the resident memory after them. model_mb counts the .onnx file and its
   external data files. The report lists the ops that still run reference kernels: the
   slow spots.
 

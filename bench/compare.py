@@ -62,6 +62,7 @@ def parse_args():
     p.add_argument("--iters", type=int, default=100, help="timed runs (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--json", metavar="FILE", help="also write the results and machine info as JSON")
+    p.add_argument("--note", default="", help="free text stored in the JSON (branch, what changed, machine state)")
     a = p.parse_args()
     a.engines = [e.strip() for e in a.engines.split(",") if e.strip()]
     unknown = [e for e in a.engines if e not in ALL_ENGINES]
@@ -271,7 +272,7 @@ def main():
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump({"machine": info, "settings": {"threads": args.threads, "warmup": args.warmup,
+            json.dump({"note": args.note, "machine": info, "settings": {"threads": args.threads, "warmup": args.warmup,
                                                      "iters": args.iters, "seed": args.seed, "rtol": RTOL,
                                                      "atol": ATOL, "engines": args.engines},
                        "results": results}, f, indent=2)

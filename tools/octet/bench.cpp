@@ -39,11 +39,11 @@ const char* kFooter = R"(WHAT IS MEASURED
   by the tokens per run (batch * seq) when a seq dim is bound (--seq-dim picks it, by
   default the bound dim whose name contains "seq").
 
-  peak_rss_mb is the process's high-water resident memory (VmHWM on Linux; getrusage
-  ru_maxrss elsewhere, which on Linux would also count a parent's memory at exec): the
-  model, the optimizer's work and the runs; rss_mb is the resident memory after them. model_mb counts the .onnx file and its
-  external data files. The report lists the ops that still run reference kernels: the
-  slow spots.
+  peak_rss_mb is the process's high-water resident memory: the model, the optimizer's
+  work and the runs (VmHWM on Linux; getrusage ru_maxrss elsewhere, which on Linux also
+  counts a parent's memory at exec). rss_mb is the resident memory after the runs.
+  model_mb counts the .onnx file and its external data files. The report lists the ops
+  that still run reference kernels: the slow spots.
 
 INPUTS
   As for `octet run`: --input NAME=FILE (.npy, .pb, or .npz; FILE.npz alone feeds every

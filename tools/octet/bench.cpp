@@ -3,6 +3,7 @@
 // throughput, peak memory and which nodes still run the slow reference kernels.
 #include <omp.h>
 
+#include <cctype>
 #include <chrono>
 #include <iostream>
 

@@ -90,6 +90,8 @@ std::optional<Dim> node_macs(const Node& node) {
     if (op == "QLinearConv") return conv_macs(node, 3);
     if (op == "Einsum") return einsum_macs(node);
   }
+  // The optimizer's fused Linear layer: a MatMul (the bias add is no MAC).
+  if (node.domain() == "octet" && op == "MatMulBias") return matmul_like(node, 0, false);
   if (node.domain() == "com.microsoft" && op == "MatMulNBits") {
     const DimVector* out = dims_of(node.output(0));
     if (!out) return std::nullopt;

@@ -10,7 +10,7 @@
 namespace octet {
 
 // MACs of one node: matrix products (MatMul, Gemm, Einsum, the integer and quantized
-// matmuls, MatMulNBits) and convolutions. nullopt for ops with no multiply-accumulate
+// matmuls, MatMulNBits, octet.MatMulBias) and convolutions. nullopt for ops with no multiply-accumulate
 // core, or when the shapes needed are unknown.
 std::optional<Dim> node_macs(const Node& node);
 

@@ -76,7 +76,8 @@ json support_json(const Graph& g) {
     if (ops.contains(key)) continue;
     bool infers = OpRegistry::global().find(n->domain(), n->op_type()) != nullptr;
     bool runs = KernelRegistry::reference().find(n->domain(), n->op_type()) != nullptr;
-    ops[key] = {{"shape_inference", infers}, {"runs", runs}};
+    bool fast = KernelRegistry::optimized().find(n->domain(), n->op_type()) != nullptr;
+    ops[key] = {{"shape_inference", infers}, {"runs", runs}, {"optimized_kernel", fast}};
     if (!infers) unsupported.push_back(key);
     if (!runs) not_runnable.push_back(key);
   }
@@ -84,6 +85,13 @@ json support_json(const Graph& g) {
 }
 
 }  // namespace
+
+std::map<std::string, int64_t> octet_op_counts(const Graph& graph) {
+  std::map<std::string, int64_t> out;
+  for (const Node* n : graph.nodes())
+    if (n->domain() == "octet") ++out["octet." + n->op_type()];
+  return out;
+}
 
 nlohmann::json summarize_model(const Model& model, const Bindings& bindings) {
   const Graph& g = *model.graph;
@@ -104,6 +112,7 @@ nlohmann::json summarize_model(const Model& model, const Bindings& bindings) {
       {"outputs", outputs},
       {"node_count", g.node_count()},
       {"op_histogram", histogram},
+      {"octet_ops", octet_op_counts(g)},
       {"parameters", parameters_json(g)},
       {"macs", macs_json(g, bindings)},
       {"support", support_json(g)},
@@ -126,6 +135,26 @@ std::string human(double v, const char* unit) {
   while (v >= 1000 && p < 4) v /= 1000, ++p;
   std::ostringstream out;
   out << std::fixed << std::setprecision(p ? 2 : 0) << v << " " << prefixes[p] << unit;
+  return out.str();
+}
+// The optimizer report as OptimizeReport::to_text() words it, from its JSON.
+std::string render_optimizer_text(const json& r) {
+  std::ostringstream out;
+  out << "optimizer";
+  if (r.contains("level")) out << " (level " << r["level"] << ")";
+  out << ": nodes " << r["nodes_before"] << " -> " << r["nodes_after"] << ", initializers "
+      << r["initializers_before"] << " -> " << r["initializers_after"] << "\n";
+  for (const auto& p : r["passes"]) {
+    if (p["rewrites"].get<int64_t>() == 0) continue;
+    out << "  " << p["name"].get<std::string>() << ": " << p["rewrites"] << " rewrite(s), nodes -"
+        << p["nodes_removed"] << " +" << p["nodes_added"];
+    if (p["initializers_added"].get<int64_t>() || p["initializers_removed"].get<int64_t>())
+      out << ", initializers -" << p["initializers_removed"] << " +" << p["initializers_added"];
+    std::string details;
+    for (const auto& [what, n] : p["details"].items()) details += (details.empty() ? "" : ", ") + what + " " + n.dump();
+    out << (details.empty() ? "" : " (" + details + ")") << "\n";
+  }
+  for (const auto& w : r["warnings"]) out << "  warning: " << w.get<std::string>() << "\n";
   return out.str();
 }
 }  // namespace
@@ -156,8 +185,20 @@ std::string render_summary_text(const nlohmann::json& s) {
     const json& sup = support[op];
     out << "  " << std::left << std::setw(28) << op << std::right << std::setw(6) << count.get<int64_t>()
         << (sup["shape_inference"].get<bool>() ? "" : "   (no shape inference)")
-        << (sup["runs"].get<bool>() ? "" : "   (no kernel)") << "\n";
+        << (sup["runs"].get<bool>() ? "" : "   (no kernel)")
+        << (sup.value("optimized_kernel", false) ? "   (optimized kernel)" : "") << "\n";
   }
+
+  const json& fused = s.value("octet_ops", json::object());
+  if (!fused.empty()) {
+    int64_t total = 0;
+    for (const auto& [op, count] : fused.items()) total += count.get<int64_t>();
+    out << "\nfused ops (octet domain, " << total << " nodes):";
+    const char* sep = " ";
+    for (const auto& [op, count] : fused.items()) out << sep << op << " " << count.get<int64_t>(), sep = ", ";
+    out << "\n";
+  }
+  if (s.contains("optimizer")) out << "\n" << render_optimizer_text(s["optimizer"]);
 
   const json& macs = s["macs"];
   out << "\nMACs";

@@ -16,5 +16,7 @@ Bindings parse_dim_bindings(const std::vector<std::string>& items);
 // Each subcommand registers itself on the app and returns the callback-bearing subcommand.
 void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_optimize_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace octet::cli

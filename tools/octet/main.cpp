@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "octet 0.1.0");
   octet::cli::add_inspect_command(app);
   octet::cli::add_run_command(app);
+  octet::cli::add_optimize_command(app);
+  octet::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

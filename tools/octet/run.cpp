@@ -5,11 +5,11 @@
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "cli_common.h"
 #include "io/npy.h"
+#include "model_prep.h"
 #include "onnx/model_io.h"
 #include "onnx/test_data.h"
 #include "run_inputs.h"
@@ -258,17 +258,7 @@ void run_command(const Options& o) {
   const double load_ms = ms_since(start);
   start = std::chrono::steady_clock::now();
   std::shared_ptr<const Graph> graph(std::move(model.graph));
-  std::optional<Session> made;
-  try {
-    made.emplace(graph);
-  } catch (const Error& e) {
-    // The list of unsupported ops comes one per line; the CLI reports one line.
-    std::string msg = e.what();
-    for (size_t at; (at = msg.find("\n  ")) != std::string::npos;)
-      msg.replace(at, 3, at > 0 && msg[at - 1] == ':' ? " " : "; ");
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    fail(o.model, ": ", msg);
-  }
+  const std::unique_ptr<Session> made = make_session(graph, SessionOptions{}, o.model);
   const Session& session = *made;
   json report = {{"model", o.model}, {"nodes", graph->node_count()}, {"warnings", model.warnings},
                  {"timing_ms", {{"load", load_ms}, {"session", ms_since(start)}}}};

@@ -134,10 +134,14 @@ void check_input(const Session& session, const RunInput& input, Bindings& bindin
 }
 
 DimRequests split_dim_requests(const Session& session, const Bindings& requested) {
+  return split_dim_requests(session.graph(), requested);
+}
+
+DimRequests split_dim_requests(const Graph& graph, const Bindings& requested) {
   DimRequests out;
   std::set<std::string> symbols;
-  for (const Value* v : session.required_inputs())
-    if (v->type.dims)
+  for (const Value* v : graph.inputs())
+    if (!v->is_initializer() && v->type.dims)
       for (const Dim& d : *v->type.dims)
         for (const std::string& s : d.symbols())
           if (!Dim::is_anonymous_name(s)) symbols.insert(s);
@@ -151,7 +155,8 @@ DimRequests split_dim_requests(const Session& session, const Bindings& requested
       const std::string name = key.substr(0, colon), axis_text = key.substr(colon + 1);
       size_t axis = 0;
       auto [end, ec] = std::from_chars(axis_text.data(), axis_text.data() + axis_text.size(), axis);
-      const Value* v = graph_input(session, name);
+      const Value* v = graph.find_value(name);
+      if (v && !v->is_graph_input()) v = nullptr;
       if (v && ec == std::errc() && end == axis_text.data() + axis_text.size()) {
         if (!v->type.dims || axis >= v->type.dims->size())
           fail("--dim ", key, "=", value, ": input '", name, "' is ", v->type.to_string(), ", it has no axis ", axis);

@@ -39,6 +39,9 @@ struct DimRequests {
   std::vector<std::tuple<std::string, size_t, int64_t>> axes;  // input, axis, value
 };
 DimRequests split_dim_requests(const Session& session, const Bindings& requested);
+// The same against a graph before any Session exists (optimize and bench split --dim
+// before they specialize and optimize the graph).
+DimRequests split_dim_requests(const Graph& graph, const Bindings& requested);
 
 // Makes every required input that `given` lacks, or fails listing them (without --random).
 std::vector<RunInput> make_missing_inputs(const Session& session, const std::vector<RunInput>& given,

@@ -1,0 +1,114 @@
+#include "bench_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+
+#include "octet/error.h"
+
+namespace octet::cli {
+
+using nlohmann::json;
+
+namespace {
+
+double percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << v;
+  return out.str();
+}
+
+// Latencies of tiny models are fractions of a millisecond: keep three significant digits.
+std::string ms(double v) { return fixed(v, v < 1 ? 3 : v < 100 ? 2 : 1) + " ms"; }
+
+}  // namespace
+
+LatencyStats latency_stats(std::vector<double> samples) {
+  OCTET_ASSERT(!samples.empty(), "latency_stats of no samples");
+  std::sort(samples.begin(), samples.end());
+  LatencyStats s;
+  s.p50 = percentile(samples, 0.5);
+  s.p90 = percentile(samples, 0.9);
+  s.min = samples.front();
+  s.max = samples.back();
+  s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  double var = 0;
+  for (double x : samples) var += (x - s.mean) * (x - s.mean);
+  s.stddev = samples.size() > 1 ? std::sqrt(var / static_cast<double>(samples.size() - 1)) : 0.0;
+  return s;
+}
+
+void add_latency_fields(json& report, const std::vector<double>& samples_ms, int64_t tokens_per_run) {
+  const LatencyStats s = latency_stats(samples_ms);
+  report["p50_ms"] = s.p50;
+  report["p90_ms"] = s.p90;
+  report["mean_ms"] = s.mean;
+  report["min_ms"] = s.min;
+  report["max_ms"] = s.max;
+  report["stddev_ms"] = s.stddev;
+  report["samples_ms"] = samples_ms;
+  // Throughput of back-to-back single-stream runs: what one caller gets.
+  const double per_s = s.mean > 0 ? 1000.0 / s.mean : 0.0;
+  report["throughput_per_s"] = per_s;
+  if (tokens_per_run > 0) {
+    report["tokens_per_run"] = tokens_per_run;
+    report["tokens_per_s"] = per_s * static_cast<double>(tokens_per_run);
+  }
+}
+
+std::string render_bench_text(const json& r) {
+  std::ostringstream out;
+  out << "model:       " << r["model"].get<std::string>() << " (" << fixed(r["model_mb"].get<double>(), 2)
+      << " MB), level " << r["level"];
+  if (!r["bindings"].empty()) {
+    out << ",";
+    for (const auto& [k, v] : r["bindings"].items()) out << " " << k << "=" << v;
+  }
+  out << (r["specialized"].empty() ? " (dims left symbolic)" : " (specialized)") << "\n";
+  const std::string cpu = r["cpu"]["model"].get<std::string>();
+  out << "cpu:         " << (cpu.empty() ? "unknown" : cpu) << ", " << r["cpu"]["isa"].get<std::string>() << ", "
+      << r["threads"] << " thread(s) of " << r["cores"] << " core(s)\n";
+  out << "kernels:     " << r["kernels"].get<std::string>() << ": " << r["optimized_nodes"] << " of " << r["nodes"]
+      << " nodes run optimized kernels";
+  if (r.contains("optimizer"))
+    out << " (optimizer: " << r["optimizer"]["nodes_before"] << " -> " << r["optimizer"]["nodes_after"] << " nodes)";
+  out << "\n";
+  if (!r["reference_ops"].empty()) {
+    out << "reference:  ";
+    const char* sep = " ";
+    for (const auto& [op, n] : r["reference_ops"].items()) out << sep << op << " " << n, sep = ", ";
+    out << "\n";
+  }
+  if (!r["fused_ops"].empty()) {
+    out << "fused:      ";
+    const char* sep = " ";
+    for (const auto& [op, n] : r["fused_ops"].items()) out << sep << op << " " << n, sep = ", ";
+    out << "\n";
+  }
+  const json& t = r["timing_ms"];
+  out << "setup:       load " << ms(t["load"]) << ", optimize " << ms(t["optimize"]) << ", session "
+      << ms(t["session"]) << ", first run " << ms(t["first_run"]) << "\n";
+  out << "latency:     p50 " << ms(r["p50_ms"]) << ", p90 " << ms(r["p90_ms"]) << ", mean " << ms(r["mean_ms"])
+      << ", min " << ms(r["min_ms"]) << " (" << r["iters"] << " runs after " << r["warmup"] << " warmup)\n";
+  out << "throughput:  " << fixed(r["throughput_per_s"].get<double>(), 1) << " inferences/s";
+  if (r.contains("tokens_per_s"))
+    out << ", " << fixed(r["tokens_per_s"].get<double>(), 0) << " tokens/s (" << r["tokens_per_run"]
+        << " tokens per run)";
+  out << "\n";
+  out << "memory:      peak RSS " << fixed(r["peak_rss_mb"].get<double>(), 1) << " MB, now "
+      << fixed(r["rss_mb"].get<double>(), 1) << " MB\n";
+  if (r.contains("outputs_file")) out << "outputs:     " << r["outputs_file"].get<std::string>() << "\n";
+  for (const auto& w : r["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
+  return out.str();
+}
+
+}  // namespace octet::cli

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/kernel.h"
@@ -72,6 +73,8 @@ class MatMulState : public KernelState {
   int64_t primitives_created() const { return created_.load(); }
   // Runs that went to the reference kernel (shapes oneDNN does not take).
   int64_t reference_runs() const { return reference_runs_.load(); }
+  // The oneDNN implementations the cached primitives use, for tests and reports.
+  std::vector<std::string> implementations() const;
 
   // A created primitive for one shape key, shared by every run with that key.
   struct Entry {
@@ -79,6 +82,7 @@ class MatMulState : public KernelState {
     dnnl::memory::desc scratchpad;
     bool uses_packed = false;
     bool usable = false;  // false: oneDNN has no fast implementation for the shape
+    std::string impl;     // oneDNN's implementation ("brg:avx512_core", "gemm:jit")
   };
   // The cached primitive for `problem` at `threads`, created on first use; nullptr when
   // oneDNN offers no usable one (the caller then runs the reference kernel).

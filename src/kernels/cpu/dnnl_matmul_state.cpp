@@ -88,6 +88,7 @@ std::shared_ptr<const MatMulState::Entry> MatMulState::create(const MatMulProble
       entry->scratchpad = pd.scratchpad_desc();
       entry->uses_packed = is_packed;
       entry->usable = true;
+      entry->impl = impl_name(pd);
       break;
     } catch (const dnnl::error&) {
       // A shape or post-op combination oneDNN rejects: try the next layout, then give
@@ -108,6 +109,13 @@ std::shared_ptr<const MatMulState::Entry> MatMulState::primitive_for(const MatMu
     ++created_;
   }
   return it->second->usable ? it->second : nullptr;
+}
+
+std::vector<std::string> MatMulState::implementations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [key, entry] : cache_) out.push_back(entry->usable ? entry->impl : "octet reference");
+  return out;
 }
 
 void MatMulState::execute(const KernelContext& ctx, const MatMulProblem& p, const Entry& entry, Tensor& out) const {

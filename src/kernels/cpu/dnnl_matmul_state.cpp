@@ -15,6 +15,11 @@ using dims = dnnl::memory::dims;
 // layout still works: it then reads the graph's plain B (see create()).
 constexpr int64_t kPackingM = 128;
 
+// Shapes one node keeps primitives for. A server seeing every sequence length would
+// otherwise grow the cache (and oneDNN's JIT code) without bound; past this many the
+// cache starts over (runs holding an entry keep it alive until they finish).
+constexpr size_t kMaxCachedShapes = 256;
+
 // B's descriptor as the graph stores it: [K, N], or [N, K] read through strides.
 dnnl::memory::desc plain_b_desc(int64_t k, int64_t n, bool trans_b) {
   return trans_b ? f32_desc({k, n}, {1, k}) : f32_desc({k, n});
@@ -104,6 +109,7 @@ std::shared_ptr<const MatMulState::Entry> MatMulState::primitive_for(const MatMu
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
+    if (cache_.size() >= kMaxCachedShapes) cache_.clear();
     // Created under the lock: rare (once per shape), and two threads never build one twice.
     it = cache_.emplace(std::move(key), create(p)).first;
     ++created_;

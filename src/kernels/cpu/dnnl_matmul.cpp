@@ -118,9 +118,8 @@ std::optional<MatMulProblem> gemm_problem(const KernelContext& ctx, const MatMul
     if (!is_f32(c) || c->rank() > 2 || c->numel() == 0) return std::nullopt;
     const int64_t cm = c->rank() == 2 ? c->shape()[0] : 1, cn = c->rank() >= 1 ? c->shape().back() : 1;
     if ((cm != m && cm != 1) || (cn != n && cn != 1)) return std::nullopt;
-    if (spec.beta == 0.0f) {
-      // nothing to add
-    } else if (spec.alpha == 1.0f && spec.beta == 1.0f && cm == 1) {
+    if (spec.beta == 0.0f) return p;  // checked, never read
+    if (spec.alpha == 1.0f && spec.beta == 1.0f && cm == 1) {
       p.bias = {1, cn};  // the common Linear form: one bias row
       p.bias_from = spec.c_input;
     } else {

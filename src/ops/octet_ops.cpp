@@ -3,10 +3,15 @@
 //   octet.Gelu(X) approximate="none"|"tanh"
 //       ONNX Gelu (opset 20) under a domain any model opset accepts: exporters still
 //       write opset 17, where ai.onnx has no Gelu.
-//   octet.MatMulBias(A, B, bias)
-//       MatMul(A, B) + bias with numpy MatMul semantics; B has rank >= 2 and bias is
+//   octet.MatMulBias(A, B, bias[, residual]) activation=""|"gelu"|"gelu_tanh"
+//       Y = MatMul(A, B) + bias with numpy MatMul semantics; B has rank >= 2 and bias is
 //       1-D [N], N = B's last dim, added along the output's last axis. One op for every
 //       rank, so a Linear layer is one node whether it runs on [M,K] or [batch,seq,K].
+//       The epilogue, in this order (each rounds to the output type, as the ops it
+//       replaces do): `activation` "gelu" is ONNX Gelu approximate="none" (erf),
+//       "gelu_tanh" is Gelu approximate="tanh", "" (default) is none; then the optional
+//       `residual` (A's type) is added as ONNX Add, broadcasting into Y's shape without
+//       changing it (fuse_matmul_epilogue writes only residuals of Y's exact shape).
 //   octet.RMSNormalization(X, scale) axis, epsilon, stash_type
 //       ONNX RMSNormalization (opset 23), for models whose opset predates it.
 //
@@ -28,10 +33,32 @@ void infer_gelu(InferContext& ctx) { infer_like(ctx, "Gelu"); }
 
 void infer_rms_norm(InferContext& ctx) { infer_like(ctx, "RMSNormalization"); }
 
+// The residual may broadcast into the output but never grow it: fails on a higher rank or
+// on two known sizes that cannot meet; symbolic dims are checked at run time.
+void check_residual(InferContext& ctx, const std::optional<DimVector>& out) {
+  using namespace math;
+  require_same_type(ctx, 0, 3);
+  const auto& r = ctx.input_dims(3);
+  if (!r || !out) return;
+  if (r->size() > out->size())
+    ctx.fail(describe_input(ctx, 3), " (the residual) has more dims than the output ", dims_to_string(*out));
+  const size_t lead = out->size() - r->size();
+  for (size_t i = 0; i < r->size(); ++i) {
+    auto rc = (*r)[i].constant(), oc = (*out)[lead + i].constant();
+    if (rc && oc && *rc != *oc && *rc != 1)
+      ctx.fail(describe_input(ctx, 3), " (the residual) does not broadcast into the output ", dims_to_string(*out));
+  }
+}
+
 void infer_matmul_bias(InferContext& ctx) {
   using namespace math;
   require_type(ctx, 0, is_float_type, kFloatTypes);
+  const std::string act = ctx.node().attr_string("activation", "");
+  if (act != "" && act != "gelu" && act != "gelu_tanh")
+    ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
+  if (ctx.num_inputs() > 4) ctx.fail("takes at most 4 inputs (A, B, bias, residual), got ", ctx.num_inputs());
   infer_like(ctx, "MatMul");
+  if (ctx.has_input(3)) check_residual(ctx, ctx.node().output(0)->type.dims);
   const auto& b = ctx.input_dims(1);
   if (b && b->size() < 2)
     ctx.fail(describe_input(ctx, 1), " must have rank >= 2 (the bias runs along its last axis)");

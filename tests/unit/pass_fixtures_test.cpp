@@ -108,6 +108,8 @@ TEST(OptimizeFixtures, Bert) {
     OptimizeReport r = check_fixture(name, &g);
     EXPECT_EQ(r.detail("octet.Gelu(none)"), 2) << name;
     EXPECT_EQ(r.detail("octet.MatMulBias"), 12) << name;  // q, k, v, out, ffn in/out x 2 layers
+    EXPECT_EQ(r.detail("octet.MatMulBias+gelu"), 2) << name;      // ffn in
+    EXPECT_EQ(r.detail("octet.MatMulBias+residual"), 4) << name;  // attention out, ffn out
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
     EXPECT_EQ(count_ops(*g, "MatMul"), 4) << name;  // the attention products stay
     EXPECT_EQ(count_ops(*g, "LayerNormalization"), 5) << name;
@@ -130,7 +132,29 @@ TEST(OptimizeFixtures, Vit) {
     OptimizeReport r = check_fixture(name, &g);
     EXPECT_EQ(r.detail("octet.Gelu(none)"), 2) << name;
     EXPECT_EQ(r.detail("octet.MatMulBias"), 6) << name;  // qkv in-projection, mlp in/out x 2 blocks
+    EXPECT_EQ(r.detail("octet.MatMulBias+gelu"), 2) << name;      // mlp in
+    EXPECT_EQ(r.detail("octet.MatMulBias+residual"), 2) << name;  // mlp out
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
+  }
+}
+
+TEST(OptimizeFixtures, OptimizedOnFastKernelsMatchesTheOriginalOnReferenceKernels) {
+  // End to end: fused graph on the optimized kernels (oneDNN GEMMs with their epilogues)
+  // against the untouched graph on the scalar reference kernels.
+  for (const char* name : {"bert_tiny", "gpt2_tiny", "vit_tiny"}) {
+    std::shared_ptr<Graph> original = load(name), optimized = load(name);
+    optimize(*optimized);
+    SessionOptions ref;
+    ref.kernels = KernelChoice::Reference;
+    Session fast(optimized), slow(original, ref);
+    EXPECT_GT(fast.optimized_nodes(), 0) << name;
+    for (auto [batch, seq] : {std::pair<int64_t, int64_t>{1, 7}, {2, 16}}) {
+      NamedTensors in = inputs_for(*original, batch, seq);
+      const double err = testing::max_relative_error(fast.run(in), slow.run(in));
+      std::cout << name << " batch " << batch << " seq " << seq << ": optimized graph and kernels vs reference "
+                << err << " (" << fast.optimized_nodes() << " optimized nodes)\n";
+      EXPECT_LE(err, 1e-5) << name << " batch " << batch << " seq " << seq;
+    }
   }
 }
 

@@ -1,11 +1,12 @@
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/simd_kernels.h"
 
 namespace octet {
 
 void register_cpu_kernels(KernelRegistry& r) {
-  (void)r;  // families are added here as they land
-  cpu::register_cpu_simd_kernels(r);
+  cpu::register_cpu_simd_kernels(r);  // softmax, norms, GeLU, unary and binary elementwise
+  dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
 }
 
 }  // namespace octet

@@ -2,9 +2,11 @@
 //
 // Each one runs the ai.onnx reference kernels it replaces, in the same order and with the
 // same roundings, so the oracle for a fused op is the unfused graph by construction:
-// octet.MatMulBias is bit-identical to MatMul followed by Add, octet.Gelu to ONNX Gelu,
-// octet.RMSNormalization to ONNX RMSNormalization. Optimized kernels are tested
-// against these.
+// octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
+// residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
+// to ONNX RMSNormalization. Optimized kernels are tested against these.
+#include <memory>
+
 #include "kernels/kernel.h"
 #include "kernels/ref/ref_families.h"
 #include "kernels/ref/ref_math_dtype.h"
@@ -22,6 +24,27 @@ void gelu_kernel(KernelContext& ctx) { onnx_kernel("Gelu")(ctx); }
 
 void rms_norm_kernel(KernelContext& ctx) { onnx_kernel("RMSNormalization")(ctx); }
 
+// The ONNX Gelu kernel reads `approximate` from its node, so the epilogue runs it on a
+// node of its own: one per mode, in a graph that lives as long as the process.
+const Node& gelu_node(bool tanh) {
+  static const std::shared_ptr<Graph> g = [] {
+    auto graph = std::make_shared<Graph>();
+    graph->opset_imports[""] = 20;
+    graph->add_input("x", TensorType(DType::Float32, DimVector{}));
+    graph->add_node("Gelu", {"x"}, {"erf"}, {Attribute::make_string("approximate", "none")}, "", "epilogue_gelu");
+    graph->add_node("Gelu", {"x"}, {"tanh"}, {Attribute::make_string("approximate", "tanh")}, "", "epilogue_gelu_tanh");
+    return graph;
+  }();
+  return *g->nodes()[tanh ? 1 : 0];
+}
+
+// Runs the ai.onnx kernel `op` on `inputs` under `node`'s name; returns its output.
+Tensor run_onnx(const char* op, const Node& node, std::vector<const Tensor*> inputs) {
+  KernelContext sub(node, std::move(inputs));
+  onnx_kernel(op)(sub);
+  return std::move(sub.outputs()[0]);
+}
+
 void matmul_bias_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -31,10 +54,12 @@ void matmul_bias_kernel(KernelContext& ctx) {
   if (bias.rank() != 1 || bias.shape()[0] != n)
     ctx.fail("bias ", bias.describe(), " must be 1-D with N = ", n, " elements");
   if (bias.dtype() != a.dtype()) ctx.fail("bias is ", bias.describe(), " but A is ", a.describe());
+  const std::string act = ctx.node().attr_string("activation", "");
+  if (act != "" && act != "gelu" && act != "gelu_tanh")
+    ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
+  const Tensor* residual = ctx.optional_input(3);
 
-  KernelContext mm(ctx.node(), {&a, &b});
-  onnx_kernel("MatMul")(mm);
-  Tensor y = std::move(mm.outputs()[0]);
+  Tensor y = run_onnx("MatMul", ctx.node(), {&a, &b});
   ref::dispatch<ref::FloatTypes>(ctx, a.dtype(), "A", [&](auto tag) {
     using S = typename decltype(tag)::type;
     S* out = ref::data_as<S>(y);
@@ -43,6 +68,14 @@ void matmul_bias_kernel(KernelContext& ctx) {
     for (int64_t i = 0; i < count; ++i)
       out[i] = ref::store<S>(ref::load(out[i]) + ref::load(pb[i % n]));
   });
+  if (!act.empty()) y = run_onnx("Gelu", gelu_node(act == "gelu_tanh"), {&y});
+  if (residual) {
+    if (residual->dtype() != a.dtype()) ctx.fail("residual is ", residual->describe(), " but A is ", a.describe());
+    Tensor sum = run_onnx("Add", ctx.node(), {&y, residual});
+    if (sum.shape() != y.shape())
+      ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
+    y = std::move(sum);
+  }
   ctx.set_output(0, std::move(y));
 }
 

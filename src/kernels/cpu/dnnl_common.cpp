@@ -1,0 +1,80 @@
+#include "kernels/cpu/dnnl_common.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "core/tensor.h"
+
+namespace octet::dnnl_cpu {
+namespace {
+
+// OCTET_ISA without any ScopedIsaLevel: oneDNN's choice is for the whole process, so it
+// must not depend on which test happened to hold a scoped level when it was first used.
+IsaLevel process_isa() {
+  IsaLevel level = detected_isa();
+  if (const char* env = std::getenv("OCTET_ISA"))
+    if (auto asked = parse_isa(env)) level = std::min(level, *asked);
+  return level;
+}
+
+dnnl::cpu_isa dnnl_cap(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::Generic: return dnnl::cpu_isa::sse41;
+    case IsaLevel::Avx2: return dnnl::cpu_isa::avx2;
+    case IsaLevel::Avx512: return dnnl::cpu_isa::all;
+  }
+  return dnnl::cpu_isa::all;
+}
+
+}  // namespace
+
+IsaLevel engine_isa() {
+  static const IsaLevel level = process_isa();
+  return level;
+}
+
+const dnnl::engine& engine() {
+  static const dnnl::engine eng = [] {
+    // Refused (status, not an exception) when something already ran a oneDNN kernel in
+    // this process; the engine then runs at whatever oneDNN had chosen.
+    dnnl::set_max_cpu_isa(dnnl_cap(engine_isa()));
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return eng;
+}
+
+void run_primitive(const dnnl::primitive& p, const dnnl::memory::desc& scratchpad_md,
+                   std::unordered_map<int, dnnl::memory>& args) {
+  const size_t bytes = scratchpad_md.get_size();
+  if (bytes > 0) {
+    // One buffer per thread, kept between calls: concurrent runs never share it.
+    thread_local std::shared_ptr<Buffer> scratch;
+    if (!scratch || scratch->size() < bytes) scratch = Buffer::allocate_uninitialized(bytes);
+    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratchpad_md, engine(), scratch->mutable_data());
+  }
+  dnnl::stream stream(engine());
+  p.execute(stream, args);
+  stream.wait();
+}
+
+dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
+  return dnnl::memory(md, engine(), const_cast<void*>(data));
+}
+
+dnnl::memory::desc f32_desc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides) {
+  if (!strides.empty()) return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+  dnnl::memory::dims row_major(dims.size());
+  dnnl::memory::dim step = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    row_major[i] = step;
+    step *= std::max<dnnl::memory::dim>(dims[i], 1);
+  }
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, row_major);
+}
+
+std::string impl_name(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
+
+bool is_reference_impl(const dnnl::primitive_desc_base& pd) { return impl_name(pd).rfind("ref", 0) == 0; }
+
+}  // namespace octet::dnnl_cpu

@@ -1,0 +1,113 @@
+// float32 MatMul, Gemm and octet.MatMulBias through oneDNN's matmul primitive.
+//
+// Shapes, per run:
+// - B 2-D (the Linear layer): A of any rank >= 1 is flattened to [M, K], M the product
+//   of its leading dims, and one 2-D GEMM runs; the output is A's leading dims + [N].
+// - B of rank != 2 (attention's [B,H,S,D] x [B,H,D,S]): both operands are padded to one
+//   rank and oneDNN runs the batch, broadcasting size-1 batch dims as numpy does.
+// - Gemm: 2-D A and B, transposes expressed as strides (no copies), alpha as oneDNN's
+//   output scale, C as the bias when alpha = beta = 1 and C is one row, otherwise as an
+//   added tensor (binary post-op) scaled by beta (see MatMulState::attributes).
+// - octet.MatMulBias: the bias is oneDNN's bias, `activation` an eltwise post-op (GeLU
+//   erf/tanh) and `residual` a binary add post-op after it.
+//
+// A constant B (an initializer that is not an overridable graph input) is reordered once,
+// at session creation, into the layout oneDNN prefers for it; the graph keeps the only
+// plain copy. Primitives are created per shape (M, batch dims, added tensors' shapes,
+// threads) on first use and cached in the node's state behind a mutex, so a run never
+// pays for creation twice and any number of threads may run one node.
+//
+// Whatever oneDNN cannot express or would only run with its slow reference implementation
+// (an unusual broadcast, empty tensors, a residual broadcast over batch dims), and any
+// invalid input, goes to the reference kernel of the same op: same results, same errors.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace octet::dnnl_cpu {
+
+enum class Activation { None, GeluErf, GeluTanh };
+
+// What a node asks for; fixed at session creation.
+struct MatMulSpec {
+  bool gemm = false;  // ONNX Gemm semantics (2-D operands, flags below, C)
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f, beta = 1.0f;
+  int bias_input = -1;      // octet.MatMulBias: 1-D [N] bias
+  int residual_input = -1;  // octet.MatMulBias: added after the activation
+  int c_input = -1;         // Gemm: C, broadcast to [M, N]
+  Activation activation = Activation::None;
+};
+
+// One product as oneDNN sees it: descriptors' dims of equal rank, and the ONNX output shape.
+struct MatMulProblem {
+  dnnl::memory::dims src, src_strides;  // strides empty: row-major
+  dnnl::memory::dims wei, wei_strides;
+  dnnl::memory::dims dst;
+  dnnl::memory::dims bias;    // empty: no bias
+  dnnl::memory::dims addend;  // empty: nothing added after the activation
+  int bias_from = -1, addend_from = -1;  // the inputs of the node they read
+  float addend_scale = 1.0f;  // Gemm's beta
+  std::vector<int64_t> out_shape;
+};
+
+class MatMulState : public KernelState {
+ public:
+  // Prepacks B when it is a 2-D float32 constant. Throws dnnl::error on oneDNN failures.
+  MatMulState(const Node& node, MatMulSpec spec);
+
+  const MatMulSpec& spec() const { return spec_; }
+  // True when B was reordered into a blocked layout at session creation.
+  bool prepacked() const { return static_cast<bool>(packed_); }
+  // Primitives created so far (one per distinct shape key); for tests and reports.
+  int64_t primitives_created() const { return created_.load(); }
+  // Runs that went to the reference kernel (shapes oneDNN does not take).
+  int64_t reference_runs() const { return reference_runs_.load(); }
+  // The oneDNN implementations the cached primitives use, for tests and reports.
+  std::vector<std::string> implementations() const;
+
+  // A created primitive for one shape key, shared by every run with that key.
+  struct Entry {
+    dnnl::matmul primitive;
+    dnnl::memory::desc scratchpad;
+    bool uses_packed = false;
+    bool usable = false;  // false: oneDNN has no fast implementation for the shape
+    std::string impl;     // oneDNN's implementation ("brg:avx512_core", "gemm:jit")
+  };
+  // The cached primitive for `problem` at `threads`, created on first use; nullptr when
+  // oneDNN offers no usable one (the caller then runs the reference kernel).
+  std::shared_ptr<const Entry> primitive_for(const MatMulProblem& problem, int threads) const;
+  // Runs `entry` on the inputs of `ctx`, writing `out` (allocated with problem.out_shape).
+  void execute(const KernelContext& ctx, const MatMulProblem& problem, const Entry& entry, Tensor& out) const;
+  void count_reference_run() const { ++reference_runs_; }
+
+ private:
+  std::shared_ptr<const Entry> create(const MatMulProblem& p) const;
+  dnnl::primitive_attr attributes(const MatMulProblem& p) const;
+
+  MatMulSpec spec_;
+  // B in oneDNN's preferred layout, for the [K, N] it was packed for; null when B is not
+  // a 2-D constant or oneDNN prefers the plain layout anyway (then the graph's B is used).
+  std::optional<dnnl::memory> packed_;
+  dnnl::memory::dims packed_dims_;
+
+  mutable std::mutex mutex_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> cache_;
+  mutable std::atomic<int64_t> created_{0};
+  mutable std::atomic<int64_t> reference_runs_{0};
+};
+
+// Registers ai.onnx MatMul and Gemm and octet.MatMulBias.
+void register_matmul(KernelRegistry& r);
+
+}  // namespace octet::dnnl_cpu

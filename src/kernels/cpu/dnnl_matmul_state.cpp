@@ -1,0 +1,148 @@
+// MatMulState: B prepacked at session creation, primitives created per shape and cached.
+// See dnnl_matmul.h for what runs where.
+#include <cstring>
+
+#include "kernels/cpu/dnnl_common.h"
+#include "kernels/cpu/dnnl_matmul.h"
+
+namespace octet::dnnl_cpu {
+namespace {
+
+using dims = dnnl::memory::dims;
+
+// The M oneDNN is asked about when it picks B's layout at session creation. Its blocked
+// layouts for float32 depend on K and N, not M, and a run whose M would want another
+// layout still works: it then reads the graph's plain B (see create()).
+constexpr int64_t kPackingM = 128;
+
+// Shapes one node keeps primitives for. A server seeing every sequence length would
+// otherwise grow the cache (and oneDNN's JIT code) without bound; past this many the
+// cache starts over (runs holding an entry keep it alive until they finish).
+constexpr size_t kMaxCachedShapes = 256;
+
+// B's descriptor as the graph stores it: [K, N], or [N, K] read through strides.
+dnnl::memory::desc plain_b_desc(int64_t k, int64_t n, bool trans_b) {
+  return trans_b ? f32_desc({k, n}, {1, k}) : f32_desc({k, n});
+}
+
+void append(std::vector<int64_t>& key, const dims& d) {
+  key.push_back(static_cast<int64_t>(d.size()));
+  key.insert(key.end(), d.begin(), d.end());
+}
+
+}  // namespace
+
+MatMulState::MatMulState(const Node& node, MatMulSpec spec) : spec_(spec) {
+  const Value* b = node.input(1);
+  const Tensor* t = b && b->constant() && !b->is_graph_input() ? b->constant().get() : nullptr;
+  if (!t || t->dtype() != DType::Float32 || t->rank() != 2 || t->numel() == 0) return;
+  const int64_t k = spec_.trans_b ? t->shape()[1] : t->shape()[0];
+  const int64_t n = spec_.trans_b ? t->shape()[0] : t->shape()[1];
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const auto any = dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(f32_desc({kPackingM, k}), any, f32_desc({kPackingM, n})),
+                                  attr, engine(), /*allow_empty=*/true);
+  if (!pd || is_reference_impl(pd)) return;
+  const dnnl::memory::desc plain = plain_b_desc(k, n, spec_.trans_b);
+  const dnnl::memory::desc preferred = pd.weights_desc();
+  if (preferred == plain) return;  // the graph's copy is already what oneDNN reads
+  dnnl::memory packed(preferred, engine());
+  dnnl::memory source = wrap(plain, t->raw());
+  dnnl::stream stream(engine());
+  dnnl::reorder(source, packed).execute(stream, source, packed);
+  stream.wait();
+  packed_ = std::move(packed);
+  packed_dims_ = {k, n};
+}
+
+dnnl::primitive_attr MatMulState::attributes(const MatMulProblem& p) const {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // beta * C joins as beta * (alpha / beta * acc + C): a binary post-op has no scale of
+  // its own, and oneDNN 2.6's JIT post-ops mix up the constants of two eltwise_linear ops
+  // in one chain, so the one linear op comes last and the output scale takes alpha / beta.
+  // (oneDNN 2.x applies the output scale after the bias, so a bias never meets alpha != 1.)
+  const bool scaled_addend = !p.addend.empty() && p.addend_scale != 1.0f;
+  const float scale = scaled_addend ? spec_.alpha / p.addend_scale : spec_.alpha;
+  if (scale != 1.0f) attr.set_output_scales(0, {scale});
+  dnnl::post_ops ops;
+  if (spec_.activation == Activation::GeluErf) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0, 0);
+  if (spec_.activation == Activation::GeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0, 0);
+  if (!p.addend.empty()) ops.append_binary(dnnl::algorithm::binary_add, f32_desc(p.addend));
+  if (scaled_addend) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, p.addend_scale, 0.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+std::shared_ptr<const MatMulState::Entry> MatMulState::create(const MatMulProblem& p) const {
+  auto entry = std::make_shared<Entry>();
+  const dnnl::primitive_attr attr = attributes(p);
+  const auto src = f32_desc(p.src, p.src_strides), dst = f32_desc(p.dst);
+  // The prepacked B first; the graph's plain B when oneDNN wants another layout for this M.
+  std::vector<std::pair<dnnl::memory::desc, bool>> weights;
+  if (packed_ && p.wei == packed_dims_) weights.emplace_back(packed_->get_desc(), true);
+  weights.emplace_back(f32_desc(p.wei, p.wei_strides), false);
+  for (const auto& [wei, is_packed] : weights) {
+    try {
+      auto desc = p.bias.empty() ? dnnl::matmul::desc(src, wei, dst)
+                                 : dnnl::matmul::desc(src, wei, f32_desc(p.bias), dst);
+      dnnl::matmul::primitive_desc pd(desc, attr, engine(), /*allow_empty=*/true);
+      if (!pd || is_reference_impl(pd)) continue;
+      entry->primitive = dnnl::matmul(pd);
+      entry->scratchpad = pd.scratchpad_desc();
+      entry->uses_packed = is_packed;
+      entry->usable = true;
+      entry->impl = impl_name(pd);
+      break;
+    } catch (const dnnl::error&) {
+      // A shape or post-op combination oneDNN rejects: try the next layout, then give
+      // the shape to the reference kernel.
+    }
+  }
+  return entry;
+}
+
+std::shared_ptr<const MatMulState::Entry> MatMulState::primitive_for(const MatMulProblem& p, int threads) const {
+  std::vector<int64_t> key{threads};
+  for (const dims* d : {&p.src, &p.src_strides, &p.wei, &p.wei_strides, &p.bias, &p.addend}) append(key, *d);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    if (cache_.size() >= kMaxCachedShapes) cache_.clear();
+    // Created under the lock: rare (once per shape), and two threads never build one twice.
+    it = cache_.emplace(std::move(key), create(p)).first;
+    ++created_;
+  }
+  return it->second->usable ? it->second : nullptr;
+}
+
+std::vector<std::string> MatMulState::implementations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [key, entry] : cache_) out.push_back(entry->usable ? entry->impl : "octet reference");
+  return out;
+}
+
+void MatMulState::execute(const KernelContext& ctx, const MatMulProblem& p, const Entry& entry, Tensor& out) const {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  std::unordered_map<int, dnnl::memory> args;
+  args[DNNL_ARG_SRC] = wrap(f32_desc(p.src, p.src_strides), a.raw());
+  args[DNNL_ARG_WEIGHTS] = entry.uses_packed ? wrap(packed_->get_desc(), packed_->get_data_handle())
+                                              : wrap(f32_desc(p.wei, p.wei_strides), b.raw());
+  args[DNNL_ARG_DST] = wrap(f32_desc(p.dst), out.mutable_raw());
+  if (!p.bias.empty()) args[DNNL_ARG_BIAS] = wrap(f32_desc(p.bias), ctx.input(p.bias_from).raw());
+  if (!p.addend.empty()) {
+    const int position = spec_.activation != Activation::None ? 1 : 0;  // see attributes()
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] =
+        wrap(f32_desc(p.addend), ctx.input(p.addend_from).raw());
+  }
+  try {
+    run_primitive(entry.primitive, entry.scratchpad, args);
+  } catch (const dnnl::error& e) {
+    ctx.fail("oneDNN matmul failed: ", e.what());
+  }
+}
+
+}  // namespace octet::dnnl_cpu

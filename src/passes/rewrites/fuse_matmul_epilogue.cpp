@@ -1,0 +1,92 @@
+// octet.MatMulBias -> Gelu                 -> octet.MatMulBias activation="gelu"|"gelu_tanh"
+// octet.MatMulBias -> Add(., residual)     -> octet.MatMulBias(A, B, bias, residual)
+//
+// Why: the FFN of every BERT/GPT-2/ViT block is Linear -> GeLU, and each block's output
+// projection is Linear -> Add(skip connection). Folded into the MatMulBias, the optimized
+// kernel applies both while the GEMM's output tile is still in cache (oneDNN post-ops)
+// instead of streaming the whole [tokens, hidden] tensor through memory twice more.
+//
+// Rules: the MatMulBias output is read by the Gelu or Add alone (and is not a graph
+// output), so nothing else sees the value before the epilogue. The epilogue order is
+// fixed (bias, activation, residual), so a Gelu folds only into a MatMulBias with neither
+// activation nor residual, and a residual only into one without a residual. The residual
+// has the output's type and exactly its dims (structurally equal, known rank): the Add
+// then never broadcasts, so the fused op keeps the Add's output shape by construction.
+// Gelu is octet.Gelu (fuse_gelu_erf/tanh write it) or ai.onnx Gelu (opset 20).
+#include "ops/infer.h"
+#include "passes/pattern.h"
+#include "passes/rewrites/rewrites.h"
+
+namespace octet::passes {
+namespace {
+
+bool is_matmul_bias(const Node* n) { return n && n->domain() == "octet" && n->op_type() == "MatMulBias"; }
+
+bool is_gelu(const Node* n) {
+  return n && n->op_type() == "Gelu" && (n->domain() == "octet" || n->domain().empty());
+}
+
+struct Match {
+  Node* mmb = nullptr;
+  Node* consumer = nullptr;      // the Gelu or the Add
+  std::string activation;        // set for a Gelu
+  Value* residual = nullptr;     // set for an Add
+};
+
+bool match(Node* mmb, Match& m) {
+  Value* y = mmb->output(0);
+  Node* next = sole_consumer(y);
+  if (!next || !y->type.known()) return false;
+  const std::string act = mmb->attr_string("activation", "");
+  const bool has_residual = mmb->input(3) != nullptr;
+  if (is_gelu(next)) {
+    if (!act.empty() || has_residual) return false;
+    const std::string approx = next->attr_string("approximate", "none");
+    if (approx != "none" && approx != "tanh") return false;
+    if (!can_replace(next->output(0), y)) return false;
+    m = Match{mmb, next, approx == "tanh" ? "gelu_tanh" : "gelu", nullptr};
+    return true;
+  }
+  if (is_op(next, "Add") && next->inputs().size() == 2 && !has_residual) {
+    Value* r = other_input(next, y);
+    if (!r || r == y || r->type.dtype != y->type.dtype) return false;
+    if (!r->type.dims || !y->type.dims || *r->type.dims != *y->type.dims) return false;
+    if (!can_replace(next->output(0), y)) return false;
+    m = Match{mmb, next, act, r};
+    return true;
+  }
+  return false;
+}
+
+bool apply(Graph& g, PassContext& ctx, const Match& m) {
+  GraphPatch patch = make_patch(g);
+  std::vector<Value*> inputs = {m.mmb->input(0), m.mmb->input(1), m.mmb->input(2),
+                                m.residual ? m.residual : m.mmb->input(3)};
+  if (!inputs[3]) inputs.pop_back();
+  std::vector<Attribute> attrs;
+  if (!m.activation.empty()) attrs.push_back(Attribute::make_string("activation", m.activation));
+  Node* fused = patch.add_node("MatMulBias", inputs, 1, std::move(attrs), "octet",
+                               m.mmb->name() + (m.residual ? "_residual" : "_gelu"));
+  patch.replace_uses(m.consumer->output(0), fused->output(0));
+  patch.remove_node(m.mmb);
+  patch.remove_node(m.consumer);
+  if (!ctx.apply(patch)) return false;
+  ctx.count(m.residual ? "octet.MatMulBias+residual" : "octet.MatMulBias+" + m.activation);
+  return true;
+}
+
+bool run(Graph& g, PassContext& ctx) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n) || !is_matmul_bias(n)) continue;
+    Match m;
+    if (match(n, m) && !removed.contains(m.consumer) && apply(g, ctx, m)) removed.add({m.mmb, m.consumer});
+  }
+  return removed.any();
+}
+
+}  // namespace
+
+Pass fuse_matmul_epilogue() { return {"fuse_matmul_epilogue", run}; }
+
+}  // namespace octet::passes

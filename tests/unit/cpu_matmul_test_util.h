@@ -1,0 +1,135 @@
+// Helpers for the oneDNN matmul kernel tests: one-node graphs whose operands are graph
+// inputs or constants, run on the optimized and the reference kernels and compared with
+// a tolerance that grows with K (float32 sums in a different order).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kernels/cpu/dnnl_matmul.h"
+#include "ops/infer.h"
+#include "runtime/session.h"
+
+namespace octet::testing::mm {
+
+// Deterministic values in [-1, 1] (a 64-bit LCG), different per seed.
+inline Tensor rand(std::vector<int64_t> shape, uint64_t seed) {
+  Tensor t(DType::Float32, std::move(shape));
+  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    p[i] = static_cast<float>(static_cast<double>(s >> 40) / static_cast<double>(1ull << 23) - 1.0);
+  }
+  return t;
+}
+
+struct Operand {
+  Tensor value;
+  bool constant = false;     // an initializer (not a graph input)
+  std::optional<DimVector> dims = std::nullopt;  // declared input dims (symbols); default: value's shape
+};
+
+// Graph(inputs -> op -> "y"). A nullopt operand is an omitted optional input.
+inline std::shared_ptr<Graph> one_node(const std::string& op, const std::vector<std::optional<Operand>>& ins,
+                                       std::vector<Attribute> attrs = {}, const std::string& domain = "",
+                                       int64_t opset = 17) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = opset;
+  if (!domain.empty()) g->opset_imports[domain] = 1;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i]) {
+      names.push_back("");
+      continue;
+    }
+    const std::string name = "in" + std::to_string(i);
+    const Tensor& t = ins[i]->value;
+    if (ins[i]->constant) g->add_initializer(name, std::make_shared<Tensor>(t));
+    else g->add_input(name, TensorType(t.dtype(), ins[i]->dims ? *ins[i]->dims : DimVector(t.shape().begin(), t.shape().end())));
+    names.push_back(name);
+  }
+  g->add_node(op, names, {"y"}, std::move(attrs), domain, "node_under_test");
+  g->mark_output(g->value("y"));
+  infer_graph(*g);
+  return g;
+}
+
+// The graph inputs' values, for Session::run.
+inline NamedTensors feeds(const std::vector<std::optional<Operand>>& ins) {
+  NamedTensors out;
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i] && !ins[i]->constant) out.emplace_back("in" + std::to_string(i), ins[i]->value);
+  return out;
+}
+
+inline Session session(const std::shared_ptr<Graph>& g, KernelChoice kernels, int threads = 1) {
+  SessionOptions o;
+  o.kernels = kernels;
+  o.threads = threads;
+  return Session(std::shared_ptr<const Graph>(g), o);
+}
+
+// |got - want| <= tol(K) elementwise, tol = 4 K eps max|A| max|B| + 8 eps |want|: the
+// worst-case growth of a float32 dot product of length K summed in any order, plus the
+// epilogue's own rounding. Values here are in [-1, 1], so max|A| = max|B| = 1.
+inline void expect_close(const Tensor& got, const Tensor& want, int64_t k, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  std::vector<float> g = got.to_float_vector(), w = want.to_float_vector();
+  const double base = 4.0 * static_cast<double>(std::max<int64_t>(k, 1)) * FLT_EPSILON;
+  int reported = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double tol = base + 8.0 * FLT_EPSILON * std::fabs(w[i]);
+    if (std::fabs(static_cast<double>(g[i]) - w[i]) > tol || std::isnan(g[i]) != std::isnan(w[i])) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", reference " << w[i] << " (tol " << tol << ")";
+      if (++reported == 5) return;
+    }
+  }
+}
+
+// Runs `op` on the optimized and the reference kernels and compares. Returns how many
+// nodes ran an optimized kernel (1 when the oneDNN kernel took the node).
+inline int check_against_reference(const std::string& op, const std::vector<std::optional<Operand>>& ins,
+                                   std::vector<Attribute> attrs, int64_t k, const std::string& what,
+                                   const std::string& domain = "", int threads = 1) {
+  auto g = one_node(op, ins, std::move(attrs), domain);
+  Session fast = session(g, KernelChoice::Optimized, threads), ref = session(g, KernelChoice::Reference);
+  NamedTensors in = feeds(ins);
+  NamedTensors got = fast.run(in), want = ref.run(in);
+  expect_close(got[0].second, want[0].second, k, what);
+  return fast.optimized_nodes();
+}
+
+// The state a session would build for `g`'s one node, and a runner that feeds the
+// kernel by hand: tests read the state's counters.
+struct DirectKernel {
+  std::shared_ptr<Graph> g;
+  std::unique_ptr<KernelState> state;
+  const KernelDef* def = nullptr;
+
+  explicit DirectKernel(std::shared_ptr<Graph> graph) : g(std::move(graph)) {
+    const Node& n = *g->nodes()[0];
+    def = KernelRegistry::optimized().find_def(n.domain(), n.op_type());
+    EXPECT_TRUE(def && def->prepare(n, state));
+  }
+  const dnnl_cpu::MatMulState& matmul() const { return static_cast<const dnnl_cpu::MatMulState&>(*state); }
+  Tensor run(std::vector<const Tensor*> inputs, int threads = 1) const {
+    KernelContext ctx(*g->nodes()[0], std::move(inputs));
+    ctx.set_state(state.get());
+    ctx.set_threads(threads);
+    def->run(ctx);
+    return ctx.outputs()[0];
+  }
+};
+
+inline std::string shape_str(const std::vector<int64_t>& s) { return shape_to_string(s); }
+
+}  // namespace octet::testing::mm

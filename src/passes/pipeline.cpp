@@ -82,7 +82,9 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   }
   if (options.level >= 2) {
     // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
-    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_matmul_bias()})
+    // Attention last: its Q/K/V are the projections' outputs, already octet.MatMulBias.
+    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_matmul_bias(),
+                   fuse_attention()})
       list.push_back(std::move(p));
   }
   return Pipeline(std::move(list));

@@ -109,7 +109,8 @@ TEST(OptimizeFixtures, Bert) {
     EXPECT_EQ(r.detail("octet.Gelu(none)"), 2) << name;
     EXPECT_EQ(r.detail("octet.MatMulBias"), 12) << name;  // q, k, v, out, ffn in/out x 2 layers
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
-    EXPECT_EQ(count_ops(*g, "MatMul"), 4) << name;  // the attention products stay
+    EXPECT_EQ(r.detail("octet.Attention(mask)"), 2) << name;  // padding mask, one per layer
+    EXPECT_EQ(count_ops(*g, "MatMul"), 0) << name;  // the attention products are inside it
     EXPECT_EQ(count_ops(*g, "LayerNormalization"), 5) << name;
   }
 }
@@ -119,6 +120,8 @@ TEST(OptimizeFixtures, Gpt2) {
     std::shared_ptr<Graph> g;
     OptimizeReport r = check_fixture(name, &g);
     EXPECT_EQ(r.detail("octet.Gelu(tanh)"), 2) << name;
+    EXPECT_EQ(r.detail("octet.Attention(causal)"), 2) << name;  // the Trilu mask became causal=1
+    EXPECT_EQ(count_ops(*g, "Trilu"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Tanh"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Pow"), 0) << name;  // the sqrt(head_dim) Pow folded too
   }
@@ -130,6 +133,8 @@ TEST(OptimizeFixtures, Vit) {
     OptimizeReport r = check_fixture(name, &g);
     EXPECT_EQ(r.detail("octet.Gelu(none)"), 2) << name;
     EXPECT_EQ(r.detail("octet.MatMulBias"), 6) << name;  // qkv in-projection, mlp in/out x 2 blocks
+    EXPECT_EQ(r.detail("octet.Attention(none)"), 2) << name;
+    EXPECT_EQ(count_ops(*g, "Softmax"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
   }
 }

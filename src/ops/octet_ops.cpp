@@ -80,6 +80,7 @@ void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "Gelu", infer_gelu});
   r.add({"octet", "MatMulBias", infer_matmul_bias});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
+  register_octet_attention_op(r);
 }
 
 }  // namespace octet

@@ -82,9 +82,11 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   }
   if (options.level >= 2) {
     // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
-    // The epilogue fusion last: it folds the Gelus and MatMulBias nodes the others wrote.
+    // Attention after the projections became octet.MatMulBias (its Q/K/V are their
+    // outputs); the epilogue fusion last: it folds the Gelus and MatMulBias nodes the
+    // others wrote.
     for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_matmul_bias(),
-                   fuse_matmul_epilogue()})
+                   fuse_attention(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }
   return Pipeline(std::move(list));

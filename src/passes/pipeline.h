@@ -5,7 +5,8 @@
 //            same-type Cast removal, constant folding, shape-value folding
 //   level 2  level 1 + fusions: Erf- and tanh-GeLU -> octet.Gelu, decomposed LayerNorm ->
 //            LayerNormalization, decomposed RMSNorm -> RMSNormalization (octet domain
-//            below opset 23), MatMul + constant bias -> octet.MatMulBias
+//            below opset 23), MatMul + constant bias -> octet.MatMulBias, multi-head
+//            attention blocks -> octet.Attention
 //
 // The result computes what the input graph computes (fp32 within float rounding; the
 // fused ops round once where the unfused chains rounded at every step), keeps every

@@ -111,7 +111,8 @@ TEST(OptimizeFixtures, Bert) {
     EXPECT_EQ(r.detail("octet.MatMulBias+gelu"), 2) << name;      // ffn in
     EXPECT_EQ(r.detail("octet.MatMulBias+residual"), 4) << name;  // attention out, ffn out
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
-    EXPECT_EQ(count_ops(*g, "MatMul"), 4) << name;  // the attention products stay
+    EXPECT_EQ(r.detail("octet.Attention(mask)"), 2) << name;  // padding mask, one per layer
+    EXPECT_EQ(count_ops(*g, "MatMul"), 0) << name;  // the attention products are inside it
     EXPECT_EQ(count_ops(*g, "LayerNormalization"), 5) << name;
   }
 }
@@ -121,6 +122,8 @@ TEST(OptimizeFixtures, Gpt2) {
     std::shared_ptr<Graph> g;
     OptimizeReport r = check_fixture(name, &g);
     EXPECT_EQ(r.detail("octet.Gelu(tanh)"), 2) << name;
+    EXPECT_EQ(r.detail("octet.Attention(causal)"), 2) << name;  // the Trilu mask became causal=1
+    EXPECT_EQ(count_ops(*g, "Trilu"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Tanh"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Pow"), 0) << name;  // the sqrt(head_dim) Pow folded too
   }
@@ -134,6 +137,8 @@ TEST(OptimizeFixtures, Vit) {
     EXPECT_EQ(r.detail("octet.MatMulBias"), 6) << name;  // qkv in-projection, mlp in/out x 2 blocks
     EXPECT_EQ(r.detail("octet.MatMulBias+gelu"), 2) << name;      // mlp in
     EXPECT_EQ(r.detail("octet.MatMulBias+residual"), 2) << name;  // mlp out
+    EXPECT_EQ(r.detail("octet.Attention(none)"), 2) << name;
+    EXPECT_EQ(count_ops(*g, "Softmax"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
   }
 }

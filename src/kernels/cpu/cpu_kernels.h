@@ -10,4 +10,6 @@ namespace octet {
 // Fills the optimized registry: every family below.
 void register_cpu_kernels(KernelRegistry& r);
 
+void register_cpu_attention(KernelRegistry& r);  // octet.Attention, float32 (attention.cpp)
+
 }  // namespace octet

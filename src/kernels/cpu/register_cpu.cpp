@@ -7,6 +7,7 @@ namespace octet {
 void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_cpu_simd_kernels(r);  // softmax, norms, GeLU, unary and binary elementwise
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
+  register_cpu_attention(r);          // octet.Attention
 }
 
 }  // namespace octet

@@ -11,5 +11,6 @@ void register_ref_shape(KernelRegistry& r);         // Shape, Reshape, Concat, S
 void register_ref_linalg(KernelRegistry& r);        // MatMul, Gemm, Conv, Einsum
 void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
 void register_ref_octet(KernelRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
+void register_ref_attention(KernelRegistry& r);     // octet.Attention (ref_attention.cpp; called by register_ref_octet)
 
 }  // namespace octet

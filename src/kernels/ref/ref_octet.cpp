@@ -85,6 +85,7 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "Gelu", gelu_kernel);
   r.add("octet", "MatMulBias", matmul_bias_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
+  register_ref_attention(r);
 }
 
 }  // namespace octet

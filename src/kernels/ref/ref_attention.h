@@ -1,0 +1,36 @@
+// Shapes and strides of one octet.Attention call (op defined in src/ops/octet_attention.cpp),
+// checked once from the concrete inputs and shared by the reference kernel
+// (ref_attention.cpp) and the optimized one (kernels/cpu/attention.cpp), so both read the
+// same layout and reject the same inputs with the same messages.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernel.h"
+
+namespace octet {
+
+struct AttentionShape {
+  int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_k = 0, head_v = 0;
+  bool causal = false, seq_first = false;
+  double scale = 1;
+  // Element offsets of row (b, s) of Q/K/V/Y: b * *_b + s * *_s; the row's H*D channels
+  // are contiguous. seq_first only changes these strides.
+  int64_t q_b = 0, q_s = 0, k_b = 0, k_s = 0, v_b = 0, v_s = 0, y_b = 0, y_s = 0;
+  // The mask's strides along [B, H, Sq, Sk]; 0 on the axes it broadcasts over.
+  bool has_mask = false;
+  int64_t m_b = 0, m_h = 0, m_q = 0, m_k = 0;
+  // The Y shape to allocate.
+  std::vector<int64_t> out_shape;
+
+  // Causal: the last key query row i may see.
+  int64_t last_key(int64_t i) const { return i + (kv_len - q_len); }
+};
+
+// Validates the node's inputs and attributes; errors name the node.
+AttentionShape attention_shape(const KernelContext& ctx);
+
+// The lowest finite value of a float dtype (what a causal fill uses), as a double.
+double attention_lowest(DType t);
+
+}  // namespace octet

@@ -1,0 +1,118 @@
+// Multi-head attention as exporters write it -> octet.Attention(Q, K, V [, mask]).
+//
+// Patterns (anchored at the Softmax; the matcher is fuse_attention_match.cpp):
+//   batch-first, per-head 4-D (HF BERT, GPT-2):
+//     Q/K/V [B,S,E] -Reshape-> [B,S,H,D] -Transpose(0,2,1,3)->   (K: Transpose(0,2,3,1))
+//     MatMul(Q, K^T) [-> Div|Mul scale] [-> Add mask] [-> Where causal] -> Softmax(-1)
+//     -> MatMul(., V) -> Transpose(0,2,1,3) -> Reshape [B,S,H*D]
+//   seq-first, batch*heads 3-D (nn.MultiheadAttention, seq_first=1):
+//     Q/K/V [S,B,E] -Reshape-> [S,B*H,D] -Transpose(1,0,2)->     (K: Transpose(1,2,0))
+//     [Q scaled by Div|Mul before the product] MatMul -> [scale] [Add mask of rank <= 2]
+//     -> Softmax -> MatMul(., V) -> Transpose(1,0,2) -> Reshape (to [S,B,E], or kept when
+//     it flattens to [S*B, E]: it then reads Y, which holds the same elements in order)
+// GPT-2's Split of the fused c_attn output is matched through: the Split outputs are Q, K
+// and V. The causal Where must be Where(Not(Trilu_lower(all-true [Sq,Sk], k=Sk-Sq)),
+// lowest, s) or Where(Trilu_lower(...), s, lowest); a mask built any other way (the older
+// HF sliced lower-triangular buffer, a Where after the mask Add) is not matched.
+//
+// Swallowed values: every result inside the chain is read by the chain alone, except by
+// shape computations (Shape -> Gather -> Concat ... the exporter's view() arithmetic, the
+// causal matrix's size) whose every result flows only into the chain: those die with it
+// and are removed in the same patch, since a patch may not leave a reader of a removed
+// value. Anything else reading inside the chain, a graph output or a subgraph read, and
+// the block is left alone. The projections and the mask survive as the fused node's inputs.
+#include <set>
+
+#include "ops/infer.h"
+#include "passes/pattern.h"
+#include "passes/rewrites/fuse_attention_match.h"
+#include "passes/rewrites/rewrites.h"
+
+namespace octet::passes {
+namespace {
+
+// The shape computations that read results inside the chain; false when one of them
+// (or what it feeds) reaches anything that outlives the chain.
+bool dying_readers(const attention::Match& m, std::vector<Node*>& dying) {
+  constexpr size_t kMaxDying = 64;  // the exporters' shape arithmetic is a dozen nodes
+  const std::set<const Node*> chain(m.nodes.begin(), m.nodes.end());
+  std::set<const Node*> seen;
+  std::vector<Node*> work;
+  for (const Node* n : m.nodes) {
+    for (const Value* out : n->outputs()) {
+      if (!out) continue;
+      const bool replaced = n == m.final_reshape && !m.keep_final_reshape;
+      if (replaced) continue;  // its readers move to Y
+      if (out->is_graph_output() || read_by_subgraph(out)) return false;
+      for (const Use& u : out->uses()) {
+        const bool rewired = u.node == m.final_reshape && u.index == 0;  // a kept final Reshape reads Y
+        if (!chain.count(u.node) && !rewired) work.push_back(u.node);
+      }
+    }
+  }
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    if (chain.count(n) || !seen.insert(n).second) continue;
+    if (n == m.final_reshape || !n->implicit_inputs().empty() || seen.size() > kMaxDying) return false;
+    dying.push_back(n);
+    for (const Value* out : n->outputs()) {
+      if (!out) continue;
+      if (out->is_graph_output() || read_by_subgraph(out)) return false;
+      for (const Use& u : out->uses()) work.push_back(u.node);
+    }
+  }
+  // The fused node's inputs must outlive the patch.
+  for (const Value* in : {m.q, m.k, m.v, m.mask})
+    if (in && in->producer() && seen.count(in->producer())) return false;
+  return true;
+}
+
+bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<Node*>& removed) {
+  std::vector<Node*> dying;
+  if (!dying_readers(m, dying)) return false;
+  if (!m.keep_final_reshape && read_by_subgraph(m.final_reshape->output(0))) return false;
+
+  GraphPatch patch = make_patch(g);
+  std::vector<Value*> inputs = {m.q, m.k, m.v};
+  if (m.mask) inputs.push_back(m.mask);
+  std::vector<Attribute> attrs = {Attribute::make_int("num_heads", m.heads),
+                                  Attribute::make_float("scale", static_cast<float>(m.scale)),
+                                  Attribute::make_int("causal", m.causal ? 1 : 0)};
+  if (m.seq_first) attrs.push_back(Attribute::make_int("seq_first", 1));
+  Node* fused = patch.add_node("Attention", inputs, 1, std::move(attrs), "octet", m.softmax->name() + "_attention");
+  if (m.keep_final_reshape) {
+    patch.set_input(m.final_reshape, 0, fused->output(0));
+  } else {
+    if (!can_replace(m.final_reshape->output(0), fused->output(0))) return false;
+    patch.replace_uses(m.final_reshape->output(0), fused->output(0));
+  }
+  for (Node* n : m.nodes) patch.remove_node(n);
+  for (Node* n : dying) patch.remove_node(n);
+  if (!ctx.apply(patch)) return false;
+  import_octet_domain(g);
+  ctx.count(std::string("octet.Attention(") + (m.causal ? "causal" : m.mask ? "mask" : "none") + ")");
+  removed = m.nodes;
+  removed.insert(removed.end(), dying.begin(), dying.end());
+  return true;
+}
+
+bool run(Graph& g, PassContext& ctx) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n) || !is_op(n, "Softmax")) continue;
+    attention::Match m;
+    if (!attention::match(n, m)) continue;
+    bool stale = false;  // a node an earlier match in this sweep removed
+    for (const Node* p : m.nodes) stale |= removed.contains(p);
+    std::vector<Node*> gone;
+    if (!stale && apply(g, ctx, m, gone)) removed.add(gone);
+  }
+  return removed.any();
+}
+
+}  // namespace
+
+Pass fuse_attention() { return {"fuse_attention", run}; }
+
+}  // namespace octet::passes

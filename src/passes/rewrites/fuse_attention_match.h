@@ -1,0 +1,33 @@
+// The matcher behind fuse_attention (fuse_attention.cpp): recognizes one multi-head
+// attention block as exporters write it, anchored at its Softmax, and proves every detail
+// the fused octet.Attention relies on. See fuse_attention.cpp for the patterns.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace octet::passes::attention {
+
+struct Match {
+  Value *q = nullptr, *k = nullptr, *v = nullptr;  // the projections, before the head split
+  Value* mask = nullptr;                           // additive mask or nullptr
+  int64_t heads = 0;
+  double scale = 1;
+  bool causal = false;
+  bool seq_first = false;  // nn.MultiheadAttention's [S, B*H, D] form
+  Node* softmax = nullptr;
+  // The final Reshape back to channels. When its result is exactly Y's shape it is
+  // swallowed and its output replaced; otherwise (seq_first: [S*B, E]) it stays and reads Y.
+  Node* final_reshape = nullptr;
+  bool keep_final_reshape = false;
+  // Every node of the chain (a kept final Reshape excluded). The pass checks that their
+  // results have no reader outside the chain except shape computations that die with it.
+  std::vector<Node*> nodes;
+};
+
+// Fills `m` when `softmax` is the Softmax of a fusable attention block.
+bool match(Node* softmax, Match& m);
+
+}  // namespace octet::passes::attention

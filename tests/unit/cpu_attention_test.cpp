@@ -1,0 +1,163 @@
+// The optimized octet.Attention kernel (kernels/cpu/attention.cpp) against its reference
+// twin, on every ISA level the machine has: single rows and keys, lengths that are not
+// multiples of the 4x16 tiles or the 64-row task blocks, head sizes 1 to 80, causal with
+// Sq != Sk (rows with no visible key included), every mask shape the op accepts, rows
+// whose keys are all masked, the seq-first layout, and several thread counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels/dispatch/cpu_features.h"
+#include "runtime/session.h"
+
+namespace octet {
+namespace {
+
+struct Case {
+  int64_t batch, q_len, kv_len, heads, head_k, head_v;
+  bool causal = false, seq_first = false;
+  std::vector<int64_t> mask_shape = {};  // empty: no mask
+  bool masked_rows = false;              // some mask rows hide every key (finfo.min)
+  std::string describe() const {
+    std::string m;
+    for (int64_t d : mask_shape) m += std::to_string(d) + ",";
+    return "B" + std::to_string(batch) + " Sq" + std::to_string(q_len) + " Sk" + std::to_string(kv_len) + " H" +
+           std::to_string(heads) + " Dk" + std::to_string(head_k) + " Dv" + std::to_string(head_v) +
+           (causal ? " causal" : "") + (seq_first ? " seq_first" : "") + " mask[" + m + "]" +
+           (masked_rows ? " masked rows" : "");
+  }
+};
+
+Tensor values(std::vector<int64_t> shape, int seed) {
+  Tensor t(DType::Float32, std::move(shape));
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::sin(0.71f * static_cast<float>(i) + 1.7f * seed) * 2.0f;
+  return t;
+}
+
+std::shared_ptr<Graph> attention_graph(const Case& c) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->opset_imports["octet"] = 1;
+  auto lead = [&](int64_t len) { return c.seq_first ? DimVector{len, c.batch} : DimVector{c.batch, len}; };
+  auto add = [&](const std::string& name, DimVector dims, int64_t channels) {
+    dims.push_back(channels);
+    g->add_input(name, TensorType(DType::Float32, dims));
+  };
+  add("q", lead(c.q_len), c.heads * c.head_k);
+  add("k", lead(c.kv_len), c.heads * c.head_k);
+  add("v", lead(c.kv_len), c.heads * c.head_v);
+  std::vector<std::string> ins = {"q", "k", "v"};
+  if (!c.mask_shape.empty()) {
+    g->add_input("mask", TensorType(DType::Float32, DimVector(c.mask_shape.begin(), c.mask_shape.end())));
+    ins.push_back("mask");
+  }
+  g->add_node("Attention", ins, {"y"},
+              {Attribute::make_int("num_heads", c.heads), Attribute::make_float("scale", 0.37f),
+               Attribute::make_int("causal", c.causal), Attribute::make_int("seq_first", c.seq_first)},
+              "octet", "attention");
+  g->mark_output(g->value("y"));
+  return g;
+}
+
+NamedTensors inputs(const Case& c) {
+  auto shape = [&](int64_t len, int64_t ch) {
+    return c.seq_first ? std::vector<int64_t>{len, c.batch, ch} : std::vector<int64_t>{c.batch, len, ch};
+  };
+  NamedTensors in = {{"q", values(shape(c.q_len, c.heads * c.head_k), 1)},
+                     {"k", values(shape(c.kv_len, c.heads * c.head_k), 2)},
+                     {"v", values(shape(c.kv_len, c.heads * c.head_v), 3)}};
+  if (!c.mask_shape.empty()) {
+    Tensor m = values(c.mask_shape, 4);
+    float* p = m.mutable_data<float>();
+    const int64_t row = c.mask_shape.back();
+    for (int64_t i = 0; i < m.numel(); ++i) {
+      // Padding-style entries (finfo.min) on some keys, or on every key of some rows.
+      const bool hide = c.masked_rows ? (i / row) % 3 == 1 : (i % row) % 5 == 4;
+      if (hide) p[i] = std::numeric_limits<float>::lowest();
+    }
+    in.emplace_back("mask", std::move(m));
+  }
+  return in;
+}
+
+void check(const Case& c) {
+  auto g = attention_graph(c);
+  const NamedTensors in = inputs(c);
+  SessionOptions ref_opts;
+  ref_opts.kernels = KernelChoice::Reference;
+  const Tensor want = Session(g, ref_opts).run(in)[0].second;
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel isa(level);
+    for (int threads : {1, 3}) {
+      SessionOptions opts;
+      opts.threads = threads;
+      Session s(g, opts);
+      ASSERT_EQ(s.optimized_nodes(), 1);
+      const Tensor got = s.run(in)[0].second;
+      ASSERT_EQ(got.shape(), want.shape()) << c.describe();
+      const float *a = got.data<float>(), *b = want.data<float>();
+      double worst = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+      EXPECT_LE(worst, 2e-5) << c.describe() << " isa " << isa_name(level) << " threads " << threads;
+    }
+  }
+}
+
+TEST(CpuAttention, SingleQueryAndSingleKey) {
+  check({1, 1, 1, 1, 8, 8});
+  check({2, 1, 9, 4, 16, 16});
+  check({2, 9, 1, 4, 16, 16});
+  check({1, 1, 130, 2, 64, 64, true});
+}
+
+TEST(CpuAttention, HeadSizes) {
+  for (int64_t d : {1, 8, 16, 64, 80}) check({2, 13, 13, 3, d, d});
+  check({1, 7, 11, 2, 16, 80});  // Dk != Dv
+  check({1, 7, 11, 2, 80, 1});
+}
+
+TEST(CpuAttention, OddLengthsAcrossTilesAndTaskBlocks) {
+  for (int64_t s : {1, 2, 3, 5, 15, 16, 17, 33, 63, 64, 65, 127, 128, 130}) check({1, s, s, 4, 16, 16});
+  check({2, 65, 130, 2, 16, 16});
+}
+
+TEST(CpuAttention, CausalWithDifferentLengths) {
+  check({2, 17, 17, 4, 16, 16, true});
+  check({2, 3, 70, 2, 16, 16, true});   // decoding with a past: rows see Sk - Sq + i + 1 keys
+  check({2, 70, 3, 2, 16, 16, true});   // more queries than keys: the first rows see none
+  check({1, 130, 130, 1, 64, 64, true});
+}
+
+TEST(CpuAttention, MaskShapes) {
+  const int64_t b = 2, h = 3, sq = 19, sk = 23;
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
+           {b, 1, 1, sk}, {b, 1, sq, sk}, {1, h, sq, sk}, {b, h, sq, sk}, {sk}, {sq, sk}, {1, 1, sk}}) {
+    check({b, sq, sk, h, 8, 8, false, false, shape});
+    check({b, sq, sk, h, 8, 8, true, false, shape});
+  }
+}
+
+TEST(CpuAttention, FullyMaskedRowsAverageV) {
+  check({2, 9, 9, 2, 16, 16, false, false, {2, 1, 9, 9}, true});
+  check({2, 9, 9, 2, 16, 16, false, false, {2, 2, 9, 9}, true});
+}
+
+TEST(CpuAttention, SeqFirstLayout) {
+  check({3, 11, 11, 4, 16, 16, false, true});
+  check({2, 5, 9, 2, 8, 16, true, true, {5, 9}});
+}
+
+TEST(CpuAttention, NonFloat32FallsBackToReference) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports["octet"] = 1;
+  for (const char* n : {"q", "k", "v"}) g->add_input(n, TensorType(DType::Float16, DimVector{1, 2, 4}));
+  g->add_node("Attention", {"q", "k", "v"}, {"y"}, {Attribute::make_int("num_heads", 2)}, "octet");
+  g->mark_output(g->value("y"));
+  EXPECT_EQ(Session(g).optimized_nodes(), 0);
+}
+
+}  // namespace
+}  // namespace octet

@@ -78,6 +78,22 @@ std::optional<Dim> einsum_macs(const Node& n) {
   return macs;
 }
 
+// octet.Attention: Q.K^T and P.V over every head, B*Sq*Sk*(H*Dk + H*Dv); the channel
+// widths H*Dk and H*Dv are Q's and V's last dims whatever the layout (seq_first swaps
+// only the leading two axes). Causal masking skips no MACs in the count, as the
+// decomposed graph's MatMuls do not.
+std::optional<Dim> attention_macs(const Node& n) {
+  const DimVector* q = dims_of(n.input(0));
+  const DimVector* k = dims_of(n.input(1));
+  const DimVector* v = dims_of(n.input(2));
+  if (!q || !k || !v || q->size() != 3 || k->size() != 3 || v->size() != 3) return std::nullopt;
+  bool seq_first = n.attr_int("seq_first", 0) != 0;
+  Dim batch = seq_first ? (*q)[1] : (*q)[0];
+  Dim sq = seq_first ? (*q)[0] : (*q)[1];
+  Dim sk = seq_first ? (*k)[0] : (*k)[1];
+  return batch * sq * sk * ((*q)[2] + (*v)[2]);
+}
+
 }  // namespace
 
 std::optional<Dim> node_macs(const Node& node) {
@@ -92,6 +108,7 @@ std::optional<Dim> node_macs(const Node& node) {
   }
   // The optimizer's fused Linear layer: a MatMul (the bias add is no MAC).
   if (node.domain() == "octet" && op == "MatMulBias") return matmul_like(node, 0, false);
+  if (node.domain() == "octet" && op == "Attention") return attention_macs(node);
   if (node.domain() == "com.microsoft" && op == "MatMulNBits") {
     const DimVector* out = dims_of(node.output(0));
     if (!out) return std::nullopt;

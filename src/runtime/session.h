@@ -31,6 +31,17 @@ namespace octet {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// Where a run's time went, per node in execution order (octet bench --profile).
+struct RunProfile {
+  struct Entry {
+    const Node* node = nullptr;
+    bool optimized = false;  // an optimized kernel ran it (else the reference kernel)
+    double ms = 0;           // summed over the profiled runs
+  };
+  std::vector<Entry> steps;
+  int runs = 0;
+};
+
 enum class KernelChoice {
   Optimized,  // the optimized kernel where one takes the node, else the reference one
   Reference,  // the scalar reference kernels only (the oracle; for debugging)
@@ -51,7 +62,9 @@ class Session {
 
   // Runs the graph. Inputs are matched by name; every graph input without a default
   // (initializer) must be given. Returns the graph outputs in order.
-  NamedTensors run(const NamedTensors& inputs) const;
+  NamedTensors run(const NamedTensors& inputs) const { return run(inputs, nullptr); }
+  // The same, adding each step's wall time to `profile` (when not null).
+  NamedTensors run(const NamedTensors& inputs, RunProfile* profile) const;
 
   const Graph& graph() const { return *graph_; }
   // Graph inputs the caller must provide (inputs that are not initializers).

@@ -6,6 +6,7 @@
 // when a check fails.
 #include <omp.h>
 
+#include <chrono>
 #include <cstring>
 #include <set>
 
@@ -126,7 +127,7 @@ Session::MemoryStats Session::memory_stats(const Bindings& bindings) const {
   return stats;
 }
 
-NamedTensors Session::run(const NamedTensors& inputs) const {
+NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const {
   // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
   omp_set_num_threads(threads_);
   std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
@@ -154,8 +155,18 @@ NamedTensors Session::run(const NamedTensors& inputs) const {
 
   std::shared_ptr<const RunPlan> plan = plan_for(bindings);
   RunAllocator allocator(*plan, arenas_.acquire(plan->arena_size));
+  if (profile && profile->steps.size() != steps_.size()) {
+    profile->steps.assign(steps_.size(), {});
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      profile->steps[i].node = steps_[i].node;
+      profile->steps[i].optimized =
+          steps_[i].kernel != KernelRegistry::reference().find_def(steps_[i].node->domain(), steps_[i].node->op_type());
+    }
+  }
   std::vector<const Tensor*> in;
-  for (const Step& step : steps_) {
+  for (size_t index = 0; index < steps_.size(); ++index) {
+    const Step& step = steps_[index];
+    const auto step_start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     in.clear();
     for (int slot : step.inputs) {
       OCTET_ASSERT(slot < 0 || values[slot], "value not computed before ", step.node->describe());
@@ -197,7 +208,11 @@ NamedTensors Session::run(const NamedTensors& inputs) const {
       values[slot] = std::make_shared<const Tensor>(std::move(out));
     }
     for (int slot : step.release) values[slot].reset();
+    if (profile)
+      profile->steps[index].ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
   }
+  if (profile) ++profile->runs;
 
   NamedTensors outputs;
   for (const Value* v : graph_->outputs()) {

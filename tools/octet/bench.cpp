@@ -27,7 +27,7 @@ struct Options {
   std::string model, out, seq_dim;
   std::vector<std::string> inputs, dims;
   int threads = 0, warmup = 10, iters = 100, level = 2;
-  bool reference = false, random = false, json = false, dynamic = false;
+  bool reference = false, random = false, json = false, dynamic = false, profile = false;
   uint64_t seed = 0;
 };
 
@@ -164,6 +164,11 @@ void bench_command(const Options& o) {
     samples.push_back(ms_since(start));
   }
   if (first_run_ms < 0) first_run_ms = samples.front();
+  // Profiled runs come after the timed ones: reading the clock per step must not bend
+  // the latency numbers.
+  RunProfile profile;
+  if (o.profile)
+    for (int i = 0; i < o.iters; ++i) session->run(feeds, &profile);
   // Memory before anything below allocates (reading the model's file list parses it).
   const double peak_rss_mb = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
   const double rss_mb = static_cast<double>(current_rss_bytes()) / (1024.0 * 1024.0);
@@ -200,6 +205,7 @@ void bench_command(const Options& o) {
                  {"inputs", inputs_json},
                  {"warnings", p.model.warnings}};
   add_latency_fields(report, samples, tokens);
+  if (o.profile) report["profile"] = profile_json(profile);
   if (!o.out.empty()) {
     write_outputs(o.out, outputs, reads);
     report["outputs_file"] = o.out;
@@ -241,6 +247,9 @@ void add_bench_command(CLI::App& app) {
       ->type_name("NAME");
   cmd->add_option("--out", opts->out, "Write the outputs of the last timed run to FILE.npz (to check them)")
       ->type_name("FILE.npz");
+  cmd->add_flag("--profile", opts->profile,
+                "Also time every node over --iters extra runs and report the time per op type\n"
+                "(after the timed runs, so the latency numbers stay unaffected)");
   cmd->add_flag("--json", opts->json, "Print the report as JSON (fields p50_ms, p90_ms, mean_ms, min_ms, ...)");
   cmd->footer(kFooter);
   cmd->callback([opts] { bench_command(*opts); });

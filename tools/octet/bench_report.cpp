@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -65,6 +66,30 @@ void add_latency_fields(json& report, const std::vector<double>& samples_ms, int
   }
 }
 
+json profile_json(const RunProfile& profile) {
+  struct Total {
+    int nodes = 0;
+    double ms = 0;
+  };
+  std::map<std::pair<std::string, bool>, Total> totals;
+  double all = 0;
+  for (const RunProfile::Entry& e : profile.steps) {
+    const Node& n = *e.node;
+    Total& t = totals[{(n.domain().empty() ? "" : n.domain() + ".") + n.op_type(), e.optimized}];
+    ++t.nodes;
+    t.ms += e.ms;
+    all += e.ms;
+  }
+  std::vector<std::pair<std::pair<std::string, bool>, Total>> rows(totals.begin(), totals.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  json out = json::array();
+  const double runs = std::max(1, profile.runs);
+  for (const auto& [key, t] : rows)
+    out.push_back({{"op", key.first}, {"kernel", key.second ? "optimized" : "reference"}, {"nodes", t.nodes},
+                   {"ms_per_run", t.ms / runs}, {"share", all > 0 ? t.ms / all : 0.0}});
+  return out;
+}
+
 std::string render_bench_text(const json& r) {
   std::ostringstream out;
   out << "model:       " << r["model"].get<std::string>() << " (" << fixed(r["model_mb"].get<double>(), 2)
@@ -106,6 +131,13 @@ std::string render_bench_text(const json& r) {
   out << "\n";
   out << "memory:      peak RSS " << fixed(r["peak_rss_mb"].get<double>(), 1) << " MB, now "
       << fixed(r["rss_mb"].get<double>(), 1) << " MB\n";
+  if (r.contains("profile")) {
+    out << "profile:     time per op type, per run (separate profiled runs)\n";
+    for (const json& row : r["profile"])
+      out << "  " << std::left << std::setw(28) << row["op"].get<std::string>() << std::right << std::setw(10)
+          << row["kernel"].get<std::string>() << std::setw(4) << row["nodes"] << " node(s) " << std::setw(10)
+          << ms(row["ms_per_run"]) << std::setw(7) << fixed(100 * row["share"].get<double>(), 1) << "%\n";
+  }
   if (r.contains("outputs_file")) out << "outputs:     " << r["outputs_file"].get<std::string>() << "\n";
   for (const auto& w : r["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
   return out.str();

@@ -9,12 +9,15 @@
 //    "nodes", "optimized_nodes", "reference_nodes", "reference_ops": {"ai.onnx::Erf": n},
 //    "fused_ops": {"octet.Gelu": n}, "optimizer": OptimizeReport JSON,
 //    "cpu": {"model", "isa"}, "inputs": [{"name", "dtype", "shape", "source"}],
-//    "outputs_file"?}
+//    "outputs_file"?,
+//    "profile"?: [{"op", "kernel": "optimized"|"reference", "nodes", "ms_per_run", "share"}]}
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "runtime/session.h"
 
 namespace octet::cli {
 
@@ -28,6 +31,9 @@ LatencyStats latency_stats(std::vector<double> samples);
 
 // Adds the latency fields (p50_ms, ...) and the throughput to `report`.
 void add_latency_fields(nlohmann::json& report, const std::vector<double>& samples_ms, int64_t tokens_per_run);
+
+// Per-op-type totals of a profile, largest first (the "profile" field).
+nlohmann::json profile_json(const octet::RunProfile& profile);
 
 std::string render_bench_text(const nlohmann::json& report);
 

@@ -7,7 +7,7 @@
 // inner loops read contiguous memory whatever the layout (batch- or seq-first), then for
 // 4 query rows at a time:
 //   scores  acc[4][16] += q[r][d] * Kt[d][j..j+16]  (register tile; one pass over Dk)
-//   s = scale * acc + mask, causal entries = lowest; row softmax; P = e / sum
+//   s = scale * acc + mask, causal entries = lowest; vectorized row softmax (vec_ops.h)
 //   out     acc[4][16] += P[r][j] * V[j][d..d+16]   (register tile; one pass over Sk)
 // Only a [64, Sk] score block per thread exists at a time, never [B, H, Sq, Sk].
 //
@@ -21,6 +21,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vec_ops.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/ref/ref_attention.h"
 
@@ -38,6 +39,7 @@ struct Args {
   const float *q, *k, *v, *mask;
   float* y;
   float lowest;
+  const cpu::VecTable* vec;  // the vectorized row helpers of the active ISA level
 };
 
 // Per-thread scratch: packed K^T, packed V, one score block.
@@ -92,18 +94,15 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
     const int64_t qi = i + r;
     if (p.mask) {
       const float* m = p.mask + b * a.m_b + h * a.m_h + qi * a.m_q;
-      for (int64_t j = 0; j < a.kv_len; ++j) row[j] += m[j * a.m_k];
+      if (a.m_k == 1) {
+        p.vec->binary[static_cast<int>(cpu::BinaryOp::Add)](row, m, row, a.kv_len);
+      } else {
+        for (int64_t j = 0; j < a.kv_len; ++j) row[j] += m[j * a.m_k];
+      }
     }
     if (a.causal)
       for (int64_t j = std::max<int64_t>(a.last_key(qi) + 1, 0); j < a.kv_len; ++j) row[j] = p.lowest;
-    // Row softmax. TODO(simd-kernels): switch to the vectorized row softmax of
-    // kernels/cpu/vec_ops.h once it lands; std::exp keeps this exact for now.
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < a.kv_len; ++j) mx = std::max(mx, row[j]);
-    float sum = 0;
-    for (int64_t j = 0; j < a.kv_len; ++j) sum += (row[j] = std::exp(row[j] - mx));
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < a.kv_len; ++j) row[j] *= inv;
+    p.vec->softmax_row(row, row, a.kv_len, 1.0f);
     std::fill(row + a.kv_len, row + skp, 0.0f);  // padded columns weigh nothing in P.V
   }
 }
@@ -179,7 +178,7 @@ void attention_f32(KernelContext& ctx) {
   const Tensor* mask = ctx.optional_input(3);
   const Args p{&a, ctx.input(0).data<float>(), ctx.input(1).data<float>(), ctx.input(2).data<float>(),
                mask ? mask->data<float>() : nullptr, y.mutable_data<float>(),
-               static_cast<float>(attention_lowest(DType::Float32))};
+               static_cast<float>(attention_lowest(DType::Float32)), &cpu::vec_ops()};
   const TaskFn task = task_for(active_isa());
   const int64_t blocks = (a.q_len + kBlockRows - 1) / kBlockRows;
   const int64_t tasks = a.batch * a.heads * blocks;

@@ -101,7 +101,23 @@ def check_text():
         assert needle in out, f"'{needle}' missing from:\n{out}"
 
 
+def check_profile():
+    """--profile: per-op-type time of separate profiled runs, every node accounted for."""
+    r = bench(BERT, "--dim", "batch=1", "--dim", "seq=16", "--profile")
+    rows = r["profile"]
+    assert sum(row["nodes"] for row in rows) == r["nodes"], rows
+    assert abs(sum(row["share"] for row in rows) - 1) < 1e-6, rows
+    assert all(row["ms_per_run"] >= 0 and row["kernel"] in ("optimized", "reference") for row in rows), rows
+    assert [row["ms_per_run"] for row in rows] == sorted((row["ms_per_run"] for row in rows), reverse=True)
+    ops = {row["op"]: row for row in rows}
+    assert ops["octet.Attention"]["nodes"] == 2 and ops["octet.Attention"]["kernel"] == "optimized", ops
+    code, out, err = run_octet(args.octet, "bench", BERT, *FAST, "--dim", "batch=1", "--dim", "seq=16", "--profile")
+    assert code == 0 and "profile:" in out and "octet.Attention" in out, out + err
+    assert "profile" not in bench(BERT, "--dim", "batch=1", "--dim", "seq=16")
+
+
 t.check("--json fields and sane values", check_fields)
+t.check("--profile", check_profile)
 t.check("--reference --level 0", check_reference_and_level0)
 t.check("default threads, --dynamic", check_default_threads_and_dynamic)
 t.check("--input .npz and --out match octet run", check_inputs_from_file_and_outputs)

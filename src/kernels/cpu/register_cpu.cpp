@@ -1,4 +1,5 @@
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/simd_kernels.h"
 
@@ -7,6 +8,7 @@ namespace octet {
 void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_cpu_simd_kernels(r);  // softmax, norms, GeLU, unary and binary elementwise
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
+  dnnl_cpu::register_conv(r);         // Conv, float32 1-D/2-D/3-D (oneDNN)
   register_cpu_attention(r);          // octet.Attention
 }
 

@@ -6,12 +6,12 @@
 // columns padded to 16) and V ([Sk][Dv], padded to 16) into per-thread scratch, so the
 // inner loops read contiguous memory whatever the layout (batch- or seq-first), then for
 // 4 query rows at a time:
-//   scores  acc[4][16] += q[r][d] * Kt[d][j..j+16]  (register tile; one pass over Dk)
+//   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (4 x 16 register tile; one pass over Dk)
 //   s = scale * acc + mask, causal entries = lowest; vectorized row softmax (vec_ops.h)
-//   out     acc[4][16] += P[r][j] * V[j][d..d+16]   (register tile; one pass over Sk)
+//   out     acc[r] += P[r][j] * V[j][d..d+16]   (4 x 16 register tile; one pass over Sk)
 // Only a [64, Sk] score block per thread exists at a time, never [B, H, Sq, Sk].
 //
-// The tiles are plain loops with fixed trip counts that the compiler vectorizes; they are
+// The tiles use GCC vector types, which the compiler lowers to the function's ISA; they are
 // compiled three times (generic, AVX2+FMA, AVX-512) and the active ISA level picks one
 // (kernels/dispatch/cpu_features.h). Other dtypes decline to the reference kernel.
 #include <algorithm>
@@ -68,9 +68,37 @@ OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
   }
 }
 
+// The tiles accumulate in GCC vector types of the target's width (V: 4, 8 or 16 floats)
+// so the accumulators stay in registers; a kCols-wide block is kCols / lanes vectors.
+// (A float[4][16] array was kept on the stack, and a 16-float vector type under AVX2 is
+// split through memory.)
+// The vector types are only passed between always-inlined functions of one target, so
+// GCC's note that their ABI differs between targets does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float Vec4 __attribute__((vector_size(16)));
+typedef float Vec8 __attribute__((vector_size(32)));
+typedef float Vec16 __attribute__((vector_size(64)));
+
+template <typename V>
+constexpr int64_t kLanes = static_cast<int64_t>(sizeof(V) / sizeof(float));
+
+template <typename V>
+OCTET_INLINE V load(const float* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));  // an unaligned vector load
+  return v;
+}
+
+template <typename V>
+OCTET_INLINE void store(float* p, V v) {
+  __builtin_memcpy(p, &v, sizeof(V));
+}
+
 // Scores of `rows` (<= kRows) query rows starting at i into s[r * skp + j], scaled,
 // masked, softmaxed.
+template <typename V>
 OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* s) {
+  constexpr int64_t N = kCols / kLanes<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
   const float* q[kRows];
@@ -78,16 +106,19 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
     q[r] = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
   const float scale = static_cast<float>(a.scale);
   for (int64_t j0 = 0; j0 < skp; j0 += kCols) {
-    float acc[kRows][kCols] = {};
+    V acc[kRows][N] = {};
     for (int64_t d = 0; d < a.head_k; ++d) {
       const float* kd = w.kt.data() + d * skp + j0;
-      for (int64_t r = 0; r < kRows; ++r) {
-        const float qd = q[r][d];
-        for (int64_t c = 0; c < kCols; ++c) acc[r][c] += qd * kd[c];
+#pragma GCC unroll 4
+      for (int64_t n = 0; n < N; ++n) {
+        const V k = load<V>(kd + n * kLanes<V>);
+#pragma GCC unroll 4
+        for (int64_t r = 0; r < kRows; ++r) acc[r][n] += q[r][d] * k;
       }
     }
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < kCols; ++c) s[r * skp + j0 + c] = acc[r][c] * scale;
+#pragma GCC unroll 4
+      for (int64_t n = 0; n < N; ++n) store<V>(s + r * skp + j0 + n * kLanes<V>, acc[r][n] * scale);
   }
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * skp;
@@ -108,53 +139,65 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
 }
 
 // Y rows = P rows . V for `rows` rows starting at i.
+template <typename V>
 OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w,
                               const float* s) {
+  constexpr int64_t N = kCols / kLanes<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
   const float* pr[kRows];
   for (int64_t r = 0; r < kRows; ++r) pr[r] = s + std::min(r, rows - 1) * skp;
   for (int64_t d0 = 0; d0 < dvp; d0 += kCols) {
-    float acc[kRows][kCols] = {};
+    V acc[kRows][N] = {};
     for (int64_t j = 0; j < a.kv_len; ++j) {
       const float* vj = w.vp.data() + j * dvp + d0;
-      for (int64_t r = 0; r < kRows; ++r) {
-        const float pj = pr[r][j];
-        for (int64_t c = 0; c < kCols; ++c) acc[r][c] += pj * vj[c];
+#pragma GCC unroll 4
+      for (int64_t n = 0; n < N; ++n) {
+        const V v = load<V>(vj + n * kLanes<V>);
+#pragma GCC unroll 4
+        for (int64_t r = 0; r < kRows; ++r) acc[r][n] += pr[r][j] * v;
       }
     }
     const int64_t width = std::min(kCols, a.head_v - d0);
     for (int64_t r = 0; r < rows; ++r) {
       float* y = p.y + b * a.y_b + (i + r) * a.y_s + h * a.head_v + d0;
-      for (int64_t c = 0; c < width; ++c) y[c] = acc[r][c];
+      if (width == kCols) {
+#pragma GCC unroll 4
+        for (int64_t n = 0; n < N; ++n) store<V>(y + n * kLanes<V>, acc[r][n]);
+      } else {
+        float tail[kCols];
+        for (int64_t n = 0; n < N; ++n) store<V>(tail + n * kLanes<V>, acc[r][n]);
+        std::copy(tail, tail + width, y);
+      }
     }
   }
 }
 
 // One task: (b, h) and query rows [i0, i1).
+template <typename V>
 OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
   pack_head(p, b, h, w);
   const int64_t skp = round_up(std::max<int64_t>(p.a->kv_len, 1), kCols);
   for (int64_t i = i0; i < i1; i += kRows) {
     const int64_t rows = std::min(kRows, i1 - i);
     float* s = w.s.data() + (i - i0) * skp;
-    scores_tile(p, b, h, i, rows, w, s);
-    output_tile(p, b, h, i, rows, w, s);
+    scores_tile<V>(p, b, h, i, rows, w, s);
+    output_tile<V>(p, b, h, i, rows, w, s);
   }
 }
 
 using TaskFn = void (*)(const Args&, int64_t, int64_t, int64_t, int64_t, Scratch&);
 
 void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
-  task_body(p, b, h, i0, i1, w);
+  task_body<Vec4>(p, b, h, i0, i1, w);
 }
 __attribute__((target("avx2,fma"))) void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1,
                                                     Scratch& w) {
-  task_body(p, b, h, i0, i1, w);
+  task_body<Vec8>(p, b, h, i0, i1, w);
 }
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void task_avx512(
     const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
-  task_body(p, b, h, i0, i1, w);
+  task_body<Vec16>(p, b, h, i0, i1, w);
 }
 
 TaskFn task_for(IsaLevel level) {

@@ -5,10 +5,10 @@
 // with OpenMP on ctx.threads() threads. A task packs its head's K transposed ([Dk][Sk],
 // columns padded to 16) and V ([Sk][Dv], padded to 16) into per-thread scratch, so the
 // inner loops read contiguous memory whatever the layout (batch- or seq-first), then for
-// 4 query rows at a time:
-//   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (4 x 16 register tile; one pass over Dk)
+// a tile of query rows at a time (8 under AVX-512, 4 otherwise):
+//   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (rows x 16 register tile; one pass over Dk)
 //   s = scale * acc + mask, causal entries = lowest; vectorized row softmax (vec_ops.h)
-//   out     acc[r] += P[r][j] * V[j][d..d+16]   (4 x 16 register tile; one pass over Sk)
+//   out     acc[r] += P[r][j] * V[j][d..d+16]   (rows x 16 register tile; one pass over Sk)
 // Only a [64, Sk] score block per thread exists at a time, never [B, H, Sq, Sk].
 //
 // The tiles use GCC vector types, which the compiler lowers to the function's ISA; they are
@@ -28,9 +28,8 @@
 namespace octet {
 namespace {
 
-constexpr int64_t kRows = 4;        // query rows per register tile
 constexpr int64_t kCols = 16;       // columns per register tile (one AVX-512 vector)
-constexpr int64_t kBlockRows = 64;  // query rows per task
+constexpr int64_t kBlockRows = 64;  // query rows per task; a multiple of every kRows
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -81,6 +80,11 @@ typedef float Vec16 __attribute__((vector_size(64)));
 
 template <typename V>
 constexpr int64_t kLanes = static_cast<int64_t>(sizeof(V) / sizeof(float));
+// Query rows per register tile: enough independent accumulators (rows x kCols / lanes) to
+// cover the FMA latency, few enough to stay in registers (32 zmm under AVX-512, 16
+// ymm/xmm otherwise). kBlockRows must be a multiple.
+template <typename V>
+constexpr int64_t kRows = kLanes<V> == 16 ? 8 : 4;
 
 template <typename V>
 OCTET_INLINE V load(const float* p) {
@@ -94,26 +98,26 @@ OCTET_INLINE void store(float* p, V v) {
   __builtin_memcpy(p, &v, sizeof(V));
 }
 
-// Scores of `rows` (<= kRows) query rows starting at i into s[r * skp + j], scaled,
+// Scores of `rows` (<= kRows<V>) query rows starting at i into s[r * skp + j], scaled,
 // masked, softmaxed.
 template <typename V>
 OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* s) {
-  constexpr int64_t N = kCols / kLanes<V>;
+  constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
-  const float* q[kRows];
-  for (int64_t r = 0; r < kRows; ++r)
+  const float* q[R];
+  for (int64_t r = 0; r < R; ++r)
     q[r] = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
   const float scale = static_cast<float>(a.scale);
   for (int64_t j0 = 0; j0 < skp; j0 += kCols) {
-    V acc[kRows][N] = {};
+    V acc[R][N] = {};
     for (int64_t d = 0; d < a.head_k; ++d) {
       const float* kd = w.kt.data() + d * skp + j0;
 #pragma GCC unroll 4
       for (int64_t n = 0; n < N; ++n) {
         const V k = load<V>(kd + n * kLanes<V>);
-#pragma GCC unroll 4
-        for (int64_t r = 0; r < kRows; ++r) acc[r][n] += q[r][d] * k;
+#pragma GCC unroll 8
+        for (int64_t r = 0; r < R; ++r) acc[r][n] += q[r][d] * k;
       }
     }
     for (int64_t r = 0; r < rows; ++r)
@@ -142,20 +146,20 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
 template <typename V>
 OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w,
                               const float* s) {
-  constexpr int64_t N = kCols / kLanes<V>;
+  constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
-  const float* pr[kRows];
-  for (int64_t r = 0; r < kRows; ++r) pr[r] = s + std::min(r, rows - 1) * skp;
+  const float* pr[R];
+  for (int64_t r = 0; r < R; ++r) pr[r] = s + std::min(r, rows - 1) * skp;
   for (int64_t d0 = 0; d0 < dvp; d0 += kCols) {
-    V acc[kRows][N] = {};
+    V acc[R][N] = {};
     for (int64_t j = 0; j < a.kv_len; ++j) {
       const float* vj = w.vp.data() + j * dvp + d0;
 #pragma GCC unroll 4
       for (int64_t n = 0; n < N; ++n) {
         const V v = load<V>(vj + n * kLanes<V>);
-#pragma GCC unroll 4
-        for (int64_t r = 0; r < kRows; ++r) acc[r][n] += pr[r][j] * v;
+#pragma GCC unroll 8
+        for (int64_t r = 0; r < R; ++r) acc[r][n] += pr[r][j] * v;
       }
     }
     const int64_t width = std::min(kCols, a.head_v - d0);
@@ -178,8 +182,8 @@ template <typename V>
 OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
   pack_head(p, b, h, w);
   const int64_t skp = round_up(std::max<int64_t>(p.a->kv_len, 1), kCols);
-  for (int64_t i = i0; i < i1; i += kRows) {
-    const int64_t rows = std::min(kRows, i1 - i);
+  for (int64_t i = i0; i < i1; i += kRows<V>) {
+    const int64_t rows = std::min(kRows<V>, i1 - i);
     float* s = w.s.data() + (i - i0) * skp;
     scores_tile<V>(p, b, h, i, rows, w, s);
     output_tile<V>(p, b, h, i, rows, w, s);

@@ -1,4 +1,4 @@
-// `octet run MODEL`: runs a model on the reference runtime with inputs from files or
+// `octet run MODEL`: optimizes a model and runs it on octet's kernels with inputs from files or
 // generated ones, reports every output (stats, NaN/Inf counts, time), writes outputs as
 // .npy, and in --test-data mode checks them against stored expected outputs.
 #include <algorithm>
@@ -29,7 +29,8 @@ struct Options {
   uint64_t seed = 0;
   std::string out, test_data;
   double rtol = 1e-4, atol = 1e-5;
-  int threads = 0;
+  int threads = 0, level = 2;
+  bool reference = false;
 };
 
 const char* kFooter = R"(INPUTS
@@ -253,15 +254,28 @@ void run_command(const Options& o) {
     fail("--test-data takes its inputs and shapes from the data sets; it cannot be combined with --input, "
          "--random or --dim");
   if (o.rtol < 0 || o.atol < 0) fail("--rtol and --atol must not be negative");
+  if (o.threads < 0) fail("--threads ", o.threads, ": must not be negative (0 means one per core)");
+  // Shapes stay symbolic: one session serves every data set and --random shape.
+  PrepareOptions prep;
+  prep.level = o.level;
+  prep.specialize = false;
+  PreparedModel prepared = prepare_model(o.model, prep);
+  Model& model = prepared.model;
   auto start = std::chrono::steady_clock::now();
-  Model model = load_model(o.model);
-  const double load_ms = ms_since(start);
-  start = std::chrono::steady_clock::now();
   std::shared_ptr<const Graph> graph(std::move(model.graph));
-  const std::unique_ptr<Session> made = make_session(graph, SessionOptions{}, o.model);
+  SessionOptions session_options;
+  session_options.threads = o.threads;
+  session_options.kernels = o.reference ? KernelChoice::Reference : KernelChoice::Optimized;
+  const std::unique_ptr<Session> made = make_session(graph, session_options, o.model);
   const Session& session = *made;
-  json report = {{"model", o.model}, {"nodes", graph->node_count()}, {"warnings", model.warnings},
-                 {"timing_ms", {{"load", load_ms}, {"session", ms_since(start)}}}};
+  json report = {{"model", o.model},
+                 {"nodes", graph->node_count()},
+                 {"level", o.level},
+                 {"kernels", o.reference ? "reference" : "optimized"},
+                 {"threads", session.threads()},
+                 {"warnings", model.warnings},
+                 {"timing_ms", {{"load", prepared.load_ms}, {"optimize", prepared.optimize_ms},
+                                {"session", ms_since(start)}}}};
   const std::vector<fs::path> protected_files = {fs::path(o.model)};
   json comparison;
   report["runs"] = o.test_data.empty() ? run_once(o, session, protected_files)
@@ -281,7 +295,8 @@ void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "run",
-      "Run a model on octet's reference runtime: inputs from .npy/.npz/.pb files or --random,\n"
+      "Run a model on octet (optimized at --level, fast kernels unless --reference): inputs\n"
+      "from .npy/.npz/.pb files or --random,\n"
       "a summary of every output, outputs written as .npy (--out), or a check against stored\n"
       "expected outputs (--test-data).");
   cmd->add_option("model", opts->model, "ONNX model file")->required();
@@ -299,7 +314,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--rtol", opts->rtol, "Relative tolerance for --test-data (default 1e-4)");
   cmd->add_option("--atol", opts->atol, "Absolute tolerance for --test-data (default 1e-5)");
   cmd->add_flag("--json", opts->json, "Print the report as JSON");
-  cmd->add_option("--threads", opts->threads, "Ignored for now: the reference runtime runs on one thread");
+  cmd->add_option("--threads", opts->threads, "Threads each kernel may use (default 0: one per core)");
+  cmd->add_option("--level", opts->level,
+                  "Optimizer level 0, 1 or 2 before running (default 2; dims stay symbolic)");
+  cmd->add_flag("--reference", opts->reference,
+                "Run on the scalar reference kernels only (the oracle the fast kernels are tested against)");
   cmd->footer(kFooter);
   cmd->callback([opts] { run_command(*opts); });
 }

@@ -10,10 +10,12 @@ scripts/build.sh release
 scripts/build.sh asan
 
 status=0
-echo "== ONNX backend node tests (from the pip onnx package) on the reference runtime"
+echo "== ONNX backend node tests (from the pip onnx package) on the reference kernels (the oracle)"
 python3 tests/onnx_backend/generate_node_tests.py build/onnx_node_tests
+build/release/octet_node_tests build/onnx_node_tests --allow-list tests/onnx_backend/allow_list.txt --reference || status=1
+echo "== the same node tests on the optimized kernels"
 build/release/octet_node_tests build/onnx_node_tests --allow-list tests/onnx_backend/allow_list.txt || status=1
-echo "== the same node tests after the optimizer pipeline"
+echo "== the same node tests after the optimizer pipeline, optimized kernels"
 build/release/octet_node_tests build/onnx_node_tests --allow-list tests/onnx_backend/allow_list.txt --optimize || status=1
 echo "== Release: unit tests and checks against onnx / onnxruntime"
 (cd build/release && ctest --output-on-failure -j2) || status=1

@@ -1,6 +1,6 @@
-// Runs the official ONNX backend node tests (written by generate_node_tests.py) through
-// octet's reference runtime and compares with the stored outputs at the tests' own
-// tolerances (numpy.allclose: |actual - expected| <= atol + rtol * |expected|).
+// Runs the official ONNX backend node tests (written by generate_node_tests.py) through a
+// Session and compares with the stored outputs at the tests' own tolerances
+// (numpy.allclose: |actual - expected| <= atol + rtol * |expected|).
 //
 // A test counts when octet claims its op (has a reference kernel for it) and for every
 // other op in the test model (expanded function tests). Tests named in the allow-list
@@ -11,7 +11,10 @@
 // verified after every pass) on each test model before running it: the same tests must
 // pass optimized as unoptimized.
 //
-// usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--optimize] [--verbose]
+// --reference runs every node on the scalar reference kernels; by default a node runs
+// the optimized kernel where one takes it, as a Session does.
+//
+// usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--optimize] [--reference] [--verbose]
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -100,7 +103,7 @@ OptimizeTally optimize_tally;
 
 // Runs one test; returns an empty string on success, kUnclaimed when the test model uses
 // an op octet does not claim (expanded function tests), else why it failed.
-std::string run_test(const fs::path& dir, double rtol, double atol, bool optimize_model) {
+std::string run_test(const fs::path& dir, double rtol, double atol, bool optimize_model, KernelChoice kernels) {
   try {
     Model model = load_model(dir / "model.onnx");
     for (const Node* n : model.graph->nodes())
@@ -118,7 +121,9 @@ std::string run_test(const fs::path& dir, double rtol, double atol, bool optimiz
       optimize_tally.changed += changed;
     }
     std::shared_ptr<const Graph> graph(std::move(model.graph));
-    Session session(graph);
+    SessionOptions session_options;
+    session_options.kernels = kernels;
+    Session session(graph, session_options);
     auto required = session.required_inputs();
     for (const fs::path& data : fs::directory_iterator(dir)) {
       if (!fs::is_directory(data)) continue;
@@ -145,15 +150,18 @@ int main(int argc, char** argv) {
   fs::path data_dir, allow_path;
   std::string filter;
   bool verbose = false, optimize_models = false;
+  KernelChoice kernel_choice = KernelChoice::Optimized;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--allow-list" && i + 1 < argc) allow_path = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--optimize") optimize_models = true;
+    else if (a == "--reference") kernel_choice = KernelChoice::Reference;
     else if (a == "--verbose") verbose = true;
     else if (data_dir.empty()) data_dir = a;
     else {
-      std::cerr << "usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--optimize] [--verbose]\n";
+      std::cerr << "usage: octet_node_tests DATA_DIR [--allow-list FILE] [--filter TEXT] [--optimize] [--reference] "
+                   "[--verbose]\n";
       return 2;
     }
   }
@@ -174,7 +182,7 @@ int main(int argc, char** argv) {
         ++not_claimed;
         continue;
       }
-      std::string why = run_test(data_dir / name, t["rtol"], t["atol"], optimize_models);
+      std::string why = run_test(data_dir / name, t["rtol"], t["atol"], optimize_models, kernel_choice);
       if (why == kUnclaimed) {
         ++not_claimed;
         continue;
@@ -210,7 +218,8 @@ int main(int argc, char** argv) {
       for (const auto& [what, n] : optimize_tally.matched) std::cout << "\n  " << what << " " << n;
       std::cout << "\n";
     }
-    std::cout << "node tests" << (optimize_models ? " (optimized)" : "") << ": " << passed << " passed, "
+    std::cout << "node tests" << (optimize_models ? " (optimized)" : "")
+              << (kernel_choice == KernelChoice::Reference ? " (reference kernels)" : "") << ": " << passed << " passed, "
               << failed + allowed << " failed\n";
     if (failed > 0) return 1;
     if (rate < 98.0) {

@@ -1,4 +1,5 @@
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/cpu_data_movement.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/simd_kernels.h"
@@ -10,6 +11,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
   dnnl_cpu::register_conv(r);         // Conv, float32 1-D/2-D/3-D (oneDNN)
   register_cpu_attention(r);          // octet.Attention
+  cpu::register_cpu_data_movement(r); // Transpose, Slice, Concat, Split, Gather (any byte-sized dtype)
 }
 
 }  // namespace octet

@@ -46,14 +46,14 @@ void concat_kernel(KernelContext& ctx) {
   ctx.set_output(0, out.finish());
 }
 
+}  // namespace
+
 // Split sizes: the `split` attribute before opset 13, the optional `split` input from 13;
 // without them, equal parts over the node's outputs (num_outputs attribute from 18). As in
 // the ONNX reference, a size that does not divide evenly gives ceil-sized parts and a
 // smaller last part; before opset 18 the spec requires an even split.
-void split_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
+std::vector<int64_t> split_sizes(const KernelContext& ctx, const Tensor& x, int64_t axis) {
   const Node& node = ctx.node();
-  const int64_t axis = normalize_axis(ctx, node.attr_int("axis", 0), x.rank());
   const int64_t dim = x.shape()[axis];
   const int64_t parts = static_cast<int64_t>(ctx.num_outputs());
   std::vector<int64_t> sizes;
@@ -91,6 +91,17 @@ void split_kernel(KernelContext& ctx) {
   if (total != dim)
     ctx.fail("split ", shape_to_string(sizes), " sums to ", total, " but axis ", axis, " of ",
              x.describe(), " is ", dim);
+  return sizes;
+}
+
+namespace {
+
+void split_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), x.rank());
+  const int64_t dim = x.shape()[axis];
+  const int64_t parts = static_cast<int64_t>(ctx.num_outputs());
+  const std::vector<int64_t> sizes = split_sizes(ctx, x, axis);
   const int64_t outer = product(x.shape(), 0, axis), inner = product(x.shape(), axis + 1, x.rank());
   int64_t offset = 0;
   for (int64_t p = 0; p < parts; ++p) {

@@ -44,6 +44,27 @@ Tensor reshaped(const Tensor& t, std::vector<int64_t> shape);
 // the data type (Pad-2 `value`).
 Tensor scalar_of_dtype(const KernelContext& ctx, DType dtype, double value);
 
+// The argument handling of Slice, Split and Transpose, shared with the optimized
+// kernels (src/kernels/cpu/cpu_data_movement*.cpp) so that both validate inputs, clamp
+// indices and word their errors identically.
+
+// Transpose's `perm` (default: the dims reversed), checked to be a permutation of x's dims.
+std::vector<int64_t> transpose_perm(const KernelContext& ctx, const Tensor& x);
+
+// A strided view of a contiguous tensor: element (i_0..i_r) of `shape` is element
+// base + sum_d i_d * strides[d] of the source.
+struct StridedView {
+  std::vector<int64_t> shape, strides;
+  int64_t base = 0;
+};
+// Slice's selection of x (inputs from opset 10, attributes before), indices normalized
+// and clamped as the spec says; strides may be negative. Dims of count <= 1 get stride 0.
+StridedView slice_view(const KernelContext& ctx, const Tensor& x);
+
+// Split's part sizes along `axis` (already normalized): the `split` input or attribute,
+// else equal parts over the node's outputs; checked to sum to the dim.
+std::vector<int64_t> split_sizes(const KernelContext& ctx, const Tensor& x, int64_t axis);
+
 // Builds one output tensor element by element, for any dtype.
 class ElementWriter {
  public:

@@ -7,14 +7,12 @@
 
 namespace octet {
 namespace ref_shape {
-namespace {
 
 // Slice: starts/ends/axes are attributes before opset 10, inputs from 10 on (with steps).
 // Per the spec: negative starts/ends count from the back (+dim); then, for a positive
 // step, start and end are clamped to [0, dim]; for a negative step, start to [0, dim-1]
 // and end to [-1, dim-1]. The count along an axis is max(0, ceil((end - start) / step)).
-void slice_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
+StridedView slice_view(const KernelContext& ctx, const Tensor& x) {
   const Node& node = ctx.node();
   std::vector<int64_t> starts, ends, axes, steps;
   bool has_axes = false;
@@ -66,15 +64,22 @@ void slice_kernel(KernelContext& ctx) {
     count[a] = n;
   }
   std::vector<int64_t> in_strides = contiguous_strides(x.shape());
-  std::vector<int64_t> strides(rank);
-  int64_t base = 0;
+  StridedView view{count, std::vector<int64_t>(rank), 0};
   for (int64_t d = 0; d < rank; ++d) {
-    base += begin[d] * in_strides[d];
+    view.base += begin[d] * in_strides[d];
     // A huge step (INT64_MAX) is never taken when the count is 1; skip its product.
-    strides[d] = count[d] > 1 ? step[d] * in_strides[d] : 0;
+    view.strides[d] = count[d] > 1 ? step[d] * in_strides[d] : 0;
   }
-  ElementWriter out(x.dtype(), count);
-  copy_view(out, 0, x, base, count, strides);
+  return view;
+}
+
+namespace {
+
+void slice_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const StridedView view = slice_view(ctx, x);
+  ElementWriter out(x.dtype(), view.shape);
+  copy_view(out, 0, x, view.base, view.shape, view.strides);
   ctx.set_output(0, out.finish());
 }
 

@@ -130,9 +130,9 @@ void unsqueeze_kernel(KernelContext& ctx) {
   ctx.set_output(0, reshaped(x, std::move(shape)));
 }
 
-// Transpose: out.shape[i] = in.shape[perm[i]]; perm defaults to reversing the dims.
-void transpose_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
+}  // namespace
+
+std::vector<int64_t> transpose_perm(const KernelContext& ctx, const Tensor& x) {
   const int64_t rank = x.rank();
   std::vector<int64_t> perm;
   if (ctx.node().has_attr("perm")) {
@@ -147,6 +147,16 @@ void transpose_kernel(KernelContext& ctx) {
     if (valid) seen[perm[i]] = true;
   }
   if (!valid) ctx.fail("perm ", shape_to_string(perm), " is not a permutation of the ", rank, " dims of ", x.describe());
+  return perm;
+}
+
+namespace {
+
+// Transpose: out.shape[i] = in.shape[perm[i]]; perm defaults to reversing the dims.
+void transpose_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  const std::vector<int64_t> perm = transpose_perm(ctx, x);
   std::vector<int64_t> in_strides = contiguous_strides(x.shape());
   std::vector<int64_t> shape(rank), strides(rank);
   for (int64_t i = 0; i < rank; ++i) {

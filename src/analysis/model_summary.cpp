@@ -32,12 +32,25 @@ json parameters_json(const Graph& g) {
   std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // count, bytes
   int64_t count = 0, bytes = 0;
   for (const Value* v : g.initializers()) {
-    const Tensor& t = *v->constant();
-    auto& slot = by_dtype[dtype_name(t.dtype())];
-    slot.first += t.numel();
-    slot.second += static_cast<int64_t>(t.bytes());
-    count += t.numel();
-    bytes += static_cast<int64_t>(t.bytes());
+    // A weight a Session released (kept packed by its kernel) still counts, from its type.
+    int64_t numel = 0, size = 0;
+    DType dtype = v->type.dtype;
+    if (const Tensor* t = v->constant().get()) {
+      dtype = t->dtype();
+      numel = t->numel();
+      size = static_cast<int64_t>(t->bytes());
+    } else if (v->type.known() && v->type.dims && v->type.dtype != DType::String) {
+      numel = 1;
+      for (const Dim& d : *v->type.dims) numel *= d.constant().value_or(0);
+      size = static_cast<int64_t>(dtype_storage_bytes(v->type.dtype, numel));
+    } else {
+      continue;
+    }
+    auto& slot = by_dtype[dtype_name(dtype)];
+    slot.first += numel;
+    slot.second += size;
+    count += numel;
+    bytes += size;
   }
   json per = json::object();
   for (const auto& [dtype, cb] : by_dtype) per[dtype] = {{"count", cb.first}, {"bytes", cb.second}};

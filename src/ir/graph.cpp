@@ -241,6 +241,15 @@ void Graph::mark_output(Value* v) {
   outputs_.push_back(v);
 }
 
+size_t Graph::release_initializer_data(Value* v) {
+  OCTET_ASSERT(v && find_value(v->name()) == v, "release_initializer_data: value is not in this graph");
+  OCTET_ASSERT(v->is_initializer_, "release_initializer_data: '", v->name(), "' is not an initializer");
+  const size_t bytes = v->constant_ ? v->constant_->bytes() : 0;
+  v->constant_.reset();
+  v->data_released_ = true;
+  return bytes;
+}
+
 void Graph::sort_topologically() {
   // Kahn's algorithm, taking ready nodes in their current order so that a graph that is
   // already sorted (as exporters write it) keeps its order exactly.

@@ -69,9 +69,13 @@ class Value {
   int producer_output() const { return producer_output_; }
   const std::vector<Use>& uses() const { return uses_; }
 
-  // Constant contents: set for initializers (and, later, folded constants).
+  // Constant contents: set for initializers (and, later, folded constants). Null for an
+  // initializer whose data a Session released (data_released()).
   const std::shared_ptr<const Tensor>& constant() const { return constant_; }
   bool is_initializer() const { return is_initializer_; }
+  // True when the initializer's data was dropped (Graph::release_initializer_data): the
+  // Value keeps its name, type and initializer status, but constant() is null.
+  bool data_released() const { return data_released_; }
   bool is_graph_input() const { return is_graph_input_; }
   bool is_graph_output() const { return is_graph_output_; }
 
@@ -90,6 +94,7 @@ class Value {
   bool is_initializer_ = false;
   bool is_graph_input_ = false;
   bool is_graph_output_ = false;
+  bool data_released_ = false;
 };
 
 class Node {
@@ -166,6 +171,12 @@ class Graph {
                  const std::string& domain = "", const std::string& name = "");
   void add_implicit_input(Node* node, Value* v);
   void mark_output(Value* v);
+
+  // Drops the data of initializer `v` (constant() becomes null, data_released() true),
+  // keeping the Value, its type and uses. Only for a Session that owns this graph and
+  // holds what its kernels need of the weight (packed copies): export then fails and
+  // folding skips the value. Returns the bytes the graph no longer references.
+  size_t release_initializer_data(Value* v);
   // Reorders nodes topologically (stable: keeps the file's order where it is valid).
   // Throws naming a node on a cycle or an input that nothing produces.
   void sort_topologically();

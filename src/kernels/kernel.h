@@ -26,6 +26,11 @@ namespace octet {
 class KernelState {
  public:
   virtual ~KernelState() = default;
+  // True when this state holds everything the kernel needs of input `i` (a weight packed
+  // at session creation) and the kernel never reads that input's data from the context,
+  // fallback paths included. The session may then drop the graph's copy of a constant
+  // input and pass nullptr for it (SessionOptions::release_packed_weights).
+  virtual bool owns_input(size_t /*i*/) const { return false; }
 };
 
 // Where a kernel's outputs get their memory. The session's implementation hands out
@@ -74,6 +79,12 @@ class KernelContext {
   void set_state(const KernelState* state) { state_ = state; }
   void set_allocator(OutputAllocator* allocator) { allocator_ = allocator; }
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+  // Replaces input i for what runs next on this context: a kernel handing its node to the
+  // reference kernel passes the weight it unpacked from its state (KernelState::owns_input).
+  void set_input(size_t i, const Tensor* tensor) {
+    if (i >= inputs_.size()) inputs_.resize(i + 1, nullptr);
+    inputs_[i] = tensor;
+  }
 
   template <typename... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {

@@ -47,7 +47,15 @@ class Exporter {
     // not be serialized anyway. The default limit leaves 64 MiB for the rest of the graph;
     // write_proto_file checks the real size at the end.
     uint64_t inline_bytes = 0;
-    for (const Value* v : graph_.initializers()) inline_bytes += tensor_payload(*v->constant());
+    for (const Value* v : graph_.initializers()) {
+      if (!v->constant())
+        fail(file, ": initializer '", v->name(), "' has no data (",
+             v->data_released() ? "a Session released it after packing the weight; save the model before creating "
+                                  "the session, or set SessionOptions::release_packed_weights = false"
+                                : "none was loaded",
+             ")");
+      inline_bytes += tensor_payload(*v->constant());
+    }
     std::unique_ptr<onnx_io::ExternalDataWriter> writer;
     std::string side_name;
     if (!external && inline_bytes > options_.max_inline_bytes) {

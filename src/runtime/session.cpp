@@ -49,8 +49,36 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     slots_.emplace(v, static_cast<int>(slot_values_.size()));
     slot_values_.push_back(v);
   }
+  released_.assign(slot_values_.size(), 0);
   select_kernels();
   plan_lifetimes();
+}
+
+Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
+    : Session(std::shared_ptr<const Graph>(graph), options) {
+  // The Graph was created mutable (load_model, make_shared<Graph>), so changing it through
+  // this pointer is well defined; it is done only when nobody else can see the change.
+  Graph& mutable_graph = *graph;
+  graph.reset();
+  if (options_.release_packed_weights && graph_.use_count() == 1) release_packed_weights(mutable_graph);
+}
+
+void Session::release_packed_weights(Graph& graph) {
+  std::unordered_map<const Node*, const Step*> step_of;
+  for (const Step& step : steps_) step_of.emplace(step.node, &step);
+  for (Value* v : graph.initializers()) {
+    // Graph inputs may be overridden by a run, graph outputs are returned from the data.
+    if (!v->constant() || v->is_graph_input() || v->is_graph_output() || v->uses().empty()) continue;
+    bool owned = true;
+    for (const Use& u : v->uses()) {
+      const Step* step = u.implicit ? nullptr : step_of.at(u.node);
+      owned &= step && step->state && step->state->owns_input(static_cast<size_t>(u.index));
+    }
+    if (!owned) continue;
+    released_weight_bytes_ += graph.release_initializer_data(v);
+    ++released_weights_;
+    released_[slot_of(v)] = 1;
+  }
 }
 
 void Session::select_kernels() {
@@ -69,6 +97,13 @@ void Session::select_kernels() {
     }
     fail(msg.str());
   }
+
+  // A graph whose weights another session released cannot serve a second one: its
+  // kernels would find no data to prepare from.
+  for (const Value* v : graph_->initializers())
+    if (v->data_released() && !v->uses().empty())
+      fail("initializer '", v->name(), "' has no data: a Session released it after packing; create sessions "
+           "from the model as loaded, or with SessionOptions::release_packed_weights = false");
 
   std::map<int, size_t> last_reader;
   for (const Node* n : graph_->nodes()) {

@@ -11,6 +11,12 @@
 // Intermediate tensors live in one arena per run, laid out by the memory planner
 // (runtime/memory_plan.h) for the run's bindings; the layout is cached per binding.
 //
+// Weights: an optimized kernel may keep a constant weight packed in its own layout
+// (KernelState). A Session that is the sole owner of its graph (built from a
+// std::shared_ptr<Graph> nobody else holds) then drops the graph's plain copy of each
+// initializer whose every reader keeps it (KernelState::owns_input), so the weight lives
+// once; see SessionOptions::release_packed_weights.
+//
 // run() keeps its per-run state on its own stack (the plan cache and arena pool are
 // guarded), so several threads may call run() on one Session at once.
 #pragma once
@@ -54,11 +60,19 @@ struct SessionOptions {
   KernelChoice kernels = KernelChoice::Optimized;
   // Threads each kernel may use; 0 means one per core the process may run on.
   int threads = 0;
+  // Drop the graph's data of initializers whose readers all keep a packed copy of their
+  // own (oneDNN's blocked weights under AVX-512), when the session solely owns a mutable
+  // graph. The graph then cannot be exported; graph() still shows every Value and type.
+  bool release_packed_weights = true;
 };
 
 class Session {
  public:
+  // Shares the graph with the caller; never changes it.
   explicit Session(std::shared_ptr<const Graph> graph, SessionOptions options = {});
+  // Takes the graph: when no other shared_ptr holds it (the caller moved it in), the
+  // session may release the data of weights its kernels keep packed (see above).
+  explicit Session(std::shared_ptr<Graph> graph, SessionOptions options = {});
 
   // Runs the graph. Inputs are matched by name; every graph input without a default
   // (initializer) must be given. Returns the graph outputs in order.
@@ -84,6 +98,11 @@ class Session {
   // The memory plan for runs with these input dim bindings ({"batch": 1, "seq": 128}).
   MemoryStats memory_stats(const Bindings& bindings) const;
 
+  // Initializers whose graph data this session released (release_packed_weights), and
+  // their bytes: the memory saved by keeping only the kernels' packed copies.
+  int released_weights() const { return released_weights_; }
+  size_t released_weight_bytes() const { return released_weight_bytes_; }
+
  private:
   struct Step {
     const Node* node;
@@ -107,6 +126,7 @@ class Session {
 
   int slot_of(const Value* v) const;
   void select_kernels();
+  void release_packed_weights(Graph& graph);
   void plan_lifetimes();
   std::shared_ptr<const RunPlan> plan_for(const Bindings& bindings) const;
   std::shared_ptr<const RunPlan> make_plan(const Bindings& bindings) const;
@@ -120,6 +140,10 @@ class Session {
   // Memory lifetimes, per slot that owns its memory (not a view, input, constant or
   // graph output): first and last step touching it or any view of it; -1 otherwise.
   std::vector<int> life_first_, life_last_;
+  // Per slot: an initializer whose data was released; runs pass its kernels nullptr.
+  std::vector<char> released_;
+  int released_weights_ = 0;
+  size_t released_weight_bytes_ = 0;
 
   mutable std::mutex plans_mutex_;
   mutable std::map<Bindings, std::shared_ptr<const RunPlan>> plans_;

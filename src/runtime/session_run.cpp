@@ -169,7 +169,8 @@ NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const
     const auto step_start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     in.clear();
     for (int slot : step.inputs) {
-      OCTET_ASSERT(slot < 0 || values[slot], "value not computed before ", step.node->describe());
+      // A released weight stays null: the step's kernel keeps its own packed copy.
+      OCTET_ASSERT(slot < 0 || values[slot] || released_[slot], "value not computed before ", step.node->describe());
       in.push_back(slot >= 0 ? values[slot].get() : nullptr);
     }
     KernelContext ctx(*step.node, in);

@@ -130,7 +130,10 @@ std::string render_bench_text(const json& r) {
         << " tokens per run)";
   out << "\n";
   out << "memory:      peak RSS " << fixed(r["peak_rss_mb"].get<double>(), 1) << " MB, now "
-      << fixed(r["rss_mb"].get<double>(), 1) << " MB\n";
+      << fixed(r["rss_mb"].get<double>(), 1) << " MB";
+  if (r.value("released_weights_mb", 0.0) > 0)
+    out << "; " << fixed(r["released_weights_mb"].get<double>(), 1) << " MB of weights kept only packed";
+  out << "\n";
   if (r.contains("profile")) {
     out << "profile:     time per op type, per run (separate profiled runs)\n";
     for (const json& row : r["profile"])

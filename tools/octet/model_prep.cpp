@@ -59,7 +59,7 @@ PreparedModel prepare_model(const std::string& path, const PrepareOptions& optio
   return out;
 }
 
-std::unique_ptr<Session> make_session(std::shared_ptr<const Graph> graph, const SessionOptions& options,
+std::unique_ptr<Session> make_session(std::shared_ptr<Graph> graph, const SessionOptions& options,
                                       const std::string& model_path) {
   try {
     return std::make_unique<Session>(std::move(graph), options);

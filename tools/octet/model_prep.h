@@ -39,8 +39,10 @@ struct PrepareOptions {
 PreparedModel prepare_model(const std::string& path, const PrepareOptions& options);
 
 // The Session for `graph`; the error listing unsupported ops (one per line from the
-// library) becomes one line starting with `model_path`.
-std::unique_ptr<Session> make_session(std::shared_ptr<const Graph> graph, const SessionOptions& options,
+// library) becomes one line starting with `model_path`. Move the graph in (keep no other
+// shared_ptr to it) so the session may drop the weights its kernels keep packed; read
+// the graph through Session::graph() afterwards.
+std::unique_ptr<Session> make_session(std::shared_ptr<Graph> graph, const SessionOptions& options,
                                       const std::string& model_path);
 
 }  // namespace octet::cli

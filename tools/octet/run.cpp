@@ -262,14 +262,14 @@ void run_command(const Options& o) {
   PreparedModel prepared = prepare_model(o.model, prep);
   Model& model = prepared.model;
   auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const Graph> graph(std::move(model.graph));
   SessionOptions session_options;
   session_options.threads = o.threads;
   session_options.kernels = o.reference ? KernelChoice::Reference : KernelChoice::Optimized;
-  const std::unique_ptr<Session> made = make_session(graph, session_options, o.model);
+  // The session takes the only reference to the graph: it may drop packed weights' data.
+  const std::unique_ptr<Session> made = make_session(std::move(model.graph), session_options, o.model);
   const Session& session = *made;
   json report = {{"model", o.model},
-                 {"nodes", graph->node_count()},
+                 {"nodes", session.graph().node_count()},
                  {"level", o.level},
                  {"kernels", o.reference ? "reference" : "optimized"},
                  {"threads", session.threads()},

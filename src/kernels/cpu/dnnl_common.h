@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "kernels/dispatch/cpu_features.h"
+#include "kernels/kernel.h"
 
 namespace octet::dnnl_cpu {
 
@@ -47,5 +48,10 @@ std::string impl_name(const dnnl::primitive_desc_base& pd);
 // oneDNN's reference implementations are scalar loops slower than octet's own reference
 // kernels; a kernel that gets one treats the shape as unsupported.
 bool is_reference_impl(const dnnl::primitive_desc_base& pd);
+
+// Runs the reference kernel of ctx's node: the path for shapes oneDNN does not take. With
+// `replacement`, the kernel reads it as input `input` (a weight the state unpacked from
+// its packed copy, the graph's copy being released) and the context gets its own back.
+void run_reference_kernel(KernelContext& ctx, size_t input = 0, const Tensor* replacement = nullptr);
 
 }  // namespace octet::dnnl_cpu

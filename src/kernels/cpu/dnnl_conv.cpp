@@ -15,11 +15,13 @@ using dims = dnnl::memory::dims;
 bool is_f32(const Value* v) { return v && v->type.dtype == DType::Float32; }
 bool is_f32(const Tensor* t) { return t && t->dtype() == DType::Float32; }
 
+// The reference kernel on the same inputs; W unpacked from the state when the state owns
+// it (the graph's copy may have been released).
 void run_reference(KernelContext& ctx, const ConvState& state) {
   state.count_reference_run();
-  KernelFn fn = KernelRegistry::reference().find(ctx.node().domain(), ctx.node().op_type());
-  OCTET_ASSERT(fn, "no reference kernel for ", ctx.node().describe());
-  fn(ctx);
+  if (!state.owns_input(1)) return run_reference_kernel(ctx);
+  const Tensor w = state.unpack_w();
+  run_reference_kernel(ctx, 1, &w);
 }
 
 void conv_kernel(KernelContext& ctx) {
@@ -28,8 +30,10 @@ void conv_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor* b = ctx.optional_input(2);
   std::optional<ConvProblem> p;
-  // The weights are the node's constant; the bias must be what the spec expects.
-  if (is_f32(&x) && is_f32(&ctx.input(1)) && (b != nullptr) == spec.has_bias &&
+  // The weights are the node's constant (held by the state when it owns them); the bias
+  // must be what the spec expects.
+  const bool w_f32 = state.owns_input(1) || is_f32(&ctx.input(1));
+  if (is_f32(&x) && w_f32 && (b != nullptr) == spec.has_bias &&
       (!b || (is_f32(b) && b->rank() == 1 && b->shape()[0] == spec.filters)))
     p = conv_problem(spec, x.shape());
   std::shared_ptr<const ConvState::Entry> entry = p ? state.primitive_for(*p, ctx.threads()) : nullptr;

@@ -4,8 +4,10 @@
 // an overridable graph input) of rank 3 to 5 and its attributes are well formed; anything
 // else stays with the reference kernel, which also reports the errors. W is reordered
 // once into the layout oneDNN prefers for it (format_tag::any, asked with the input's
-// static shape when the graph knows it); the graph keeps the only plain copy, read when a
-// run's shape wants another layout. The bias is the primitive's own (fused).
+// static shape when the graph knows it). The state then owns W (owns_input(1)): runs never
+// read the graph's copy, which the session may drop; a shape that wants plain W, or the
+// reference kernel, gets a temporary copy unpacked from the packed one. Without a packed
+// copy runs read the graph's W. The bias is the primitive's own (fused).
 //
 // Layouts: octet tensors are plain NCHW (NCW, NCDHW). oneDNN's direct kernels want
 // channels-last or blocked src/dst; with plain src/dst it falls back to im2col + GEMM.
@@ -71,6 +73,10 @@ class ConvState : public KernelState {
 
   const ConvSpec& spec() const { return spec_; }
   bool prepacked() const { return static_cast<bool>(packed_); }
+  // W (input 1) when it is prepacked: runs never read the graph's copy.
+  bool owns_input(size_t i) const override { return i == 1 && prepacked(); }
+  // A plain copy of W ([M, C/G, k...]), unpacked from the prepacked one.
+  Tensor unpack_w() const;
   int64_t primitives_created() const { return created_.load(); }
   int64_t reference_runs() const { return reference_runs_.load(); }
   // The oneDNN implementations of the cached primitives, with their src layout.

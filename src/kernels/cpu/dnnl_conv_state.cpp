@@ -87,6 +87,23 @@ ConvState::ConvState(const Node& node, ConvSpec spec) : spec_(std::move(spec)), 
   packed_ = std::move(packed);
 }
 
+Tensor ConvState::unpack_w() const {
+  OCTET_ASSERT(packed_, "unpack_w without a prepacked W");
+  std::vector<int64_t> shape = {spec_.filters, spec_.group_channels};
+  shape.insert(shape.end(), spec_.kernel.begin(), spec_.kernel.end());
+  Tensor plain = Tensor::uninitialized(DType::Float32, std::move(shape));
+  try {
+    dnnl::memory to = wrap(f32_desc(wei_dims_), plain.mutable_raw());
+    dnnl::memory from = *packed_;
+    dnnl::stream stream(engine());
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    fail("oneDNN could not unpack a prepacked Conv weight: ", e.what());
+  }
+  return plain;
+}
+
 std::shared_ptr<const ConvState::Entry> ConvState::create(const ConvProblem& p) const {
   auto entry = std::make_shared<Entry>();
   const dnnl::memory::desc plain_src = f32_desc(p.src), plain_dst = f32_desc(p.dst);
@@ -148,6 +165,10 @@ std::vector<std::string> ConvState::implementations() const {
 
 void ConvState::execute(const KernelContext& ctx, const ConvProblem& p, const Entry& entry, Tensor& out) const {
   const Tensor& x = ctx.input(0);
+  // A primitive on plain W reads the graph's copy, or one unpacked for this run when the
+  // state owns W (the graph's copy may be gone).
+  Tensor unpacked;
+  if (!entry.uses_packed && owns_input(1)) unpacked = unpack_w();
   try {
     std::unordered_map<int, dnnl::memory> args;
     dnnl::memory src = wrap(f32_desc(p.src), x.raw());
@@ -161,7 +182,8 @@ void ConvState::execute(const KernelContext& ctx, const ConvProblem& p, const En
     dnnl::memory result = entry.dst_out ? dnnl::memory(entry.dst, engine(), thread_buffer(1, entry.dst.get_size())) : dst;
     args[DNNL_ARG_SRC] = src;
     args[DNNL_ARG_WEIGHTS] = entry.uses_packed ? wrap(packed_->get_desc(), packed_->get_data_handle())
-                                                : wrap(f32_desc(wei_dims_), ctx.input(1).raw());
+                                                : wrap(f32_desc(wei_dims_), owns_input(1) ? unpacked.raw()
+                                                                                          : ctx.input(1).raw());
     args[DNNL_ARG_DST] = result;
     if (!p.bias.empty()) args[DNNL_ARG_BIAS] = wrap(f32_desc(p.bias), ctx.input(2).raw());
     run_primitive(entry.primitive, entry.scratchpad, args);

@@ -28,17 +28,26 @@ std::optional<std::vector<int64_t>> broadcast_into(const std::vector<int64_t>& r
   return padded;
 }
 
+// B's shape: the state's when it owns B (the graph's copy may be gone), else the input's;
+// nullptr when B is not float32.
+const std::vector<int64_t>* b_shape(const KernelContext& ctx, const MatMulState& state) {
+  if (state.owns_input(1)) return &state.packed_b_shape();
+  const Tensor& b = ctx.input(1);
+  return is_f32(&b) ? &b.shape() : nullptr;
+}
+
 // MatMul and octet.MatMulBias. A 2-D B flattens A to [M, K] (the Linear layer); any
 // other B runs as a batch of equal-rank operands with numpy broadcasting.
-std::optional<MatMulProblem> matmul_problem(const KernelContext& ctx, const MatMulSpec& spec) {
+std::optional<MatMulProblem> matmul_problem(const KernelContext& ctx, const MatMulState& state) {
+  const MatMulSpec& spec = state.spec();
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  if (!is_f32(&a) || !is_f32(&b) || a.rank() == 0 || b.rank() == 0 || a.numel() == 0 || b.numel() == 0)
+  const std::vector<int64_t>* b = b_shape(ctx, state);
+  if (!is_f32(&a) || !b || a.rank() == 0 || b->empty() || a.numel() == 0 || shape_numel(*b) == 0)
     return std::nullopt;
   MatMulProblem p;
   bool flattened = false;
-  if (b.rank() == 2) {
-    const int64_t k = b.shape()[0], n = b.shape()[1];
+  if (b->size() == 2) {
+    const int64_t k = (*b)[0], n = (*b)[1];
     if (a.shape().back() != k) return std::nullopt;
     p.src = {a.numel() / k, k};
     p.wei = {k, n};
@@ -47,7 +56,7 @@ std::optional<MatMulProblem> matmul_problem(const KernelContext& ctx, const MatM
     p.out_shape.push_back(n);
     flattened = true;
   } else {
-    std::vector<int64_t> as = a.shape(), bs = b.shape();
+    std::vector<int64_t> as = a.shape(), bs = *b;
     if (as.size() == 1) as.insert(as.begin(), 1);
     if (bs.size() == 1) bs.push_back(1);
     const size_t rank = std::max(as.size(), bs.size());
@@ -63,7 +72,7 @@ std::optional<MatMulProblem> matmul_problem(const KernelContext& ctx, const MatM
     }
     p.out_shape.assign(p.dst.begin(), p.dst.end());
     if (a.rank() > 1) p.out_shape.push_back(as[rank - 2]);
-    if (b.rank() > 1) p.out_shape.push_back(bs[rank - 1]);
+    if (b->size() > 1) p.out_shape.push_back(bs[rank - 1]);
     p.dst.push_back(as[rank - 2]);
     p.dst.push_back(bs[rank - 1]);
   }
@@ -97,13 +106,14 @@ std::optional<MatMulProblem> matmul_problem(const KernelContext& ctx, const MatM
 }
 
 // Gemm: 2-D operands, transposes as strides, C as bias or as an added tensor.
-std::optional<MatMulProblem> gemm_problem(const KernelContext& ctx, const MatMulSpec& spec) {
+std::optional<MatMulProblem> gemm_problem(const KernelContext& ctx, const MatMulState& state) {
+  const MatMulSpec& spec = state.spec();
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  if (!is_f32(&a) || !is_f32(&b) || a.rank() != 2 || b.rank() != 2 || a.numel() == 0 || b.numel() == 0)
+  const std::vector<int64_t>* b = b_shape(ctx, state);
+  if (!is_f32(&a) || !b || a.rank() != 2 || b->size() != 2 || a.numel() == 0 || shape_numel(*b) == 0)
     return std::nullopt;
   const int64_t m = spec.trans_a ? a.shape()[1] : a.shape()[0], k = spec.trans_a ? a.shape()[0] : a.shape()[1];
-  const int64_t kb = spec.trans_b ? b.shape()[1] : b.shape()[0], n = spec.trans_b ? b.shape()[0] : b.shape()[1];
+  const int64_t kb = spec.trans_b ? (*b)[1] : (*b)[0], n = spec.trans_b ? (*b)[0] : (*b)[1];
   if (k != kb) return std::nullopt;
   MatMulProblem p;
   p.src = {m, k};
@@ -131,17 +141,18 @@ std::optional<MatMulProblem> gemm_problem(const KernelContext& ctx, const MatMul
   return p;
 }
 
+// The reference kernel on the same inputs; B unpacked from the state when the state owns
+// it (the graph's copy may have been released).
 void run_reference(KernelContext& ctx, const MatMulState& state) {
   state.count_reference_run();
-  KernelFn fn = KernelRegistry::reference().find(ctx.node().domain(), ctx.node().op_type());
-  OCTET_ASSERT(fn, "no reference kernel for ", ctx.node().describe());
-  fn(ctx);
+  if (!state.owns_input(1)) return run_reference_kernel(ctx);
+  const Tensor b = state.unpack_b();
+  run_reference_kernel(ctx, 1, &b);
 }
 
 void matmul_kernel(KernelContext& ctx) {
   const auto& state = ctx.state_as<MatMulState>();
-  const MatMulSpec& spec = state.spec();
-  std::optional<MatMulProblem> p = spec.gemm ? gemm_problem(ctx, spec) : matmul_problem(ctx, spec);
+  std::optional<MatMulProblem> p = state.spec().gemm ? gemm_problem(ctx, state) : matmul_problem(ctx, state);
   std::shared_ptr<const MatMulState::Entry> entry = p ? state.primitive_for(*p, ctx.threads()) : nullptr;
   if (!entry) return run_reference(ctx, state);
   Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);

@@ -12,8 +12,10 @@
 //   erf/tanh) and `residual` a binary add post-op after it.
 //
 // A constant B (an initializer that is not an overridable graph input) is reordered once,
-// at session creation, into the layout oneDNN prefers for it; the graph keeps the only
-// plain copy. Primitives are created per shape (M, batch dims, added tensors' shapes,
+// at session creation, into the layout oneDNN prefers for it. The state then owns B
+// (owns_input(1)): runs take B's shape from the state and never read the graph's copy,
+// which the session may drop; a shape that wants plain B, or the reference kernel, gets a
+// temporary copy unpacked from the packed one. Primitives are created per shape (M, batch dims, added tensors' shapes,
 // threads) on first use and cached in the node's state behind a mutex, so a run never
 // pays for creation twice and any number of threads may run one node.
 //
@@ -69,6 +71,12 @@ class MatMulState : public KernelState {
   const MatMulSpec& spec() const { return spec_; }
   // True when B was reordered into a blocked layout at session creation.
   bool prepacked() const { return static_cast<bool>(packed_); }
+  // B (input 1) when it is prepacked: runs never read the graph's copy.
+  bool owns_input(size_t i) const override { return i == 1 && prepacked(); }
+  // The graph's B shape, when prepacked.
+  const std::vector<int64_t>& packed_b_shape() const { return b_shape_; }
+  // A plain copy of B in the graph's layout and shape, unpacked from the prepacked one.
+  Tensor unpack_b() const;
   // Primitives created so far (one per distinct shape key); for tests and reports.
   int64_t primitives_created() const { return created_.load(); }
   // Runs that went to the reference kernel (shapes oneDNN does not take).
@@ -100,6 +108,7 @@ class MatMulState : public KernelState {
   // a 2-D constant or oneDNN prefers the plain layout anyway (then the graph's B is used).
   std::optional<dnnl::memory> packed_;
   dnnl::memory::dims packed_dims_;
+  std::vector<int64_t> b_shape_;  // B as the graph stores it ([N, K] under transB)
 
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> cache_;

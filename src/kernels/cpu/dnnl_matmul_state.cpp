@@ -12,7 +12,7 @@ using dims = dnnl::memory::dims;
 
 // The M oneDNN is asked about when it picks B's layout at session creation. Its blocked
 // layouts for float32 depend on K and N, not M, and a run whose M would want another
-// layout still works: it then reads the graph's plain B (see create()).
+// layout still works: it then reads a plain B (see create() and execute()).
 constexpr int64_t kPackingM = 128;
 
 // Shapes one node keeps primitives for. A server seeing every sequence length would
@@ -54,6 +54,22 @@ MatMulState::MatMulState(const Node& node, MatMulSpec spec) : spec_(spec) {
   stream.wait();
   packed_ = std::move(packed);
   packed_dims_ = {k, n};
+  b_shape_ = t->shape();
+}
+
+Tensor MatMulState::unpack_b() const {
+  OCTET_ASSERT(packed_, "unpack_b without a prepacked B");
+  Tensor plain = Tensor::uninitialized(DType::Float32, b_shape_);
+  try {
+    dnnl::memory to = wrap(plain_b_desc(packed_dims_[0], packed_dims_[1], spec_.trans_b), plain.mutable_raw());
+    dnnl::memory from = *packed_;
+    dnnl::stream stream(engine());
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    fail("oneDNN could not unpack a prepacked MatMul weight: ", e.what());
+  }
+  return plain;
 }
 
 dnnl::primitive_attr MatMulState::attributes(const MatMulProblem& p) const {
@@ -79,7 +95,7 @@ std::shared_ptr<const MatMulState::Entry> MatMulState::create(const MatMulProble
   auto entry = std::make_shared<Entry>();
   const dnnl::primitive_attr attr = attributes(p);
   const auto src = f32_desc(p.src, p.src_strides), dst = f32_desc(p.dst);
-  // The prepacked B first; the graph's plain B when oneDNN wants another layout for this M.
+  // The prepacked B first; a plain B when oneDNN wants another layout for this M.
   std::vector<std::pair<dnnl::memory::desc, bool>> weights;
   if (packed_ && p.wei == packed_dims_) weights.emplace_back(packed_->get_desc(), true);
   weights.emplace_back(f32_desc(p.wei, p.wei_strides), false);
@@ -126,11 +142,19 @@ std::vector<std::string> MatMulState::implementations() const {
 
 void MatMulState::execute(const KernelContext& ctx, const MatMulProblem& p, const Entry& entry, Tensor& out) const {
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+  // A primitive on plain B reads the graph's copy, or (when the state owns B, and the
+  // graph's copy may be gone) one unpacked for this run: rare shapes, and the reorder is
+  // O(K N) next to the product's O(M K N).
+  Tensor unpacked;
+  const void* plain_b = nullptr;
+  if (!entry.uses_packed) {
+    if (owns_input(1)) unpacked = unpack_b();
+    plain_b = owns_input(1) ? unpacked.raw() : ctx.input(1).raw();
+  }
   std::unordered_map<int, dnnl::memory> args;
   args[DNNL_ARG_SRC] = wrap(f32_desc(p.src, p.src_strides), a.raw());
   args[DNNL_ARG_WEIGHTS] = entry.uses_packed ? wrap(packed_->get_desc(), packed_->get_data_handle())
-                                              : wrap(f32_desc(p.wei, p.wei_strides), b.raw());
+                                              : wrap(f32_desc(p.wei, p.wei_strides), plain_b);
   args[DNNL_ARG_DST] = wrap(f32_desc(p.dst), out.mutable_raw());
   if (!p.bias.empty()) args[DNNL_ARG_BIAS] = wrap(f32_desc(p.bias), ctx.input(p.bias_from).raw());
   if (!p.addend.empty()) {

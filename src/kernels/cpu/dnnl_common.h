@@ -18,8 +18,14 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/kernel.h"
@@ -53,5 +59,40 @@ bool is_reference_impl(const dnnl::primitive_desc_base& pd);
 // `replacement`, the kernel reads it as input `input` (a weight the state unpacked from
 // its packed copy, the graph's copy being released) and the context gets its own back.
 void run_reference_kernel(KernelContext& ctx, size_t input = 0, const Tensor* replacement = nullptr);
+
+// A node's primitives by shape key (the operand dims that vary per run, plus the thread
+// count), shared by every run with that key. Thread-safe; an entry is created under the
+// lock, so two threads never build one twice. Past kMaxShapes keys the cache starts over,
+// so a server seeing every sequence length does not grow it (and oneDNN's JIT code)
+// without bound; runs holding an entry keep it alive until they finish.
+template <typename Entry>
+class PrimitiveCache {
+ public:
+  static constexpr size_t kMaxShapes = 256;
+
+  std::shared_ptr<const Entry> get(std::vector<int64_t> key,
+                                   const std::function<std::shared_ptr<const Entry>()>& create) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      if (entries_.size() >= kMaxShapes) entries_.clear();
+      it = entries_.emplace(std::move(key), create()).first;
+      ++created_;
+    }
+    return it->second;
+  }
+  // Calls `fn` on every cached entry (tests and reports).
+  void for_each(const std::function<void(const Entry&)>& fn) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, entry] : entries_) fn(*entry);
+  }
+  // Entries created so far, over the cache's whole life.
+  int64_t created() const { return created_.load(); }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> entries_;
+  mutable std::atomic<int64_t> created_{0};
+};
 
 }  // namespace octet::dnnl_cpu

@@ -25,13 +25,12 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/dnnl_common.h"
 #include "kernels/kernel.h"
 
 namespace octet::dnnl_cpu {
@@ -77,7 +76,7 @@ class ConvState : public KernelState {
   bool owns_input(size_t i) const override { return i == 1 && prepacked(); }
   // A plain copy of W ([M, C/G, k...]), unpacked from the prepacked one.
   Tensor unpack_w() const;
-  int64_t primitives_created() const { return created_.load(); }
+  int64_t primitives_created() const { return cache_.created(); }
   int64_t reference_runs() const { return reference_runs_.load(); }
   // The oneDNN implementations of the cached primitives, with their src layout.
   std::vector<std::string> implementations() const;
@@ -102,9 +101,7 @@ class ConvState : public KernelState {
   dnnl::memory::dims wei_dims_;        // oneDNN's view of W (grouped when group > 1)
   std::optional<dnnl::memory> packed_;  // W in oneDNN's layout; null when plain is preferred
 
-  mutable std::mutex mutex_;
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> cache_;
-  mutable std::atomic<int64_t> created_{0};
+  PrimitiveCache<Entry> cache_;
   mutable std::atomic<int64_t> reference_runs_{0};
 };
 

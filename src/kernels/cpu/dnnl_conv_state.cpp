@@ -11,10 +11,6 @@ namespace {
 using dims = dnnl::memory::dims;
 using tag = dnnl::memory::format_tag;
 
-// Input shapes one node keeps primitives for (as the matmul kernels): past this many the
-// cache starts over; runs holding an entry keep it alive until they finish.
-constexpr size_t kMaxCachedShapes = 256;
-
 // The spatial size W's layout is chosen for when the graph does not know the input's.
 // oneDNN's float32 weight layouts depend on the channel counts, not the image size.
 constexpr int64_t kPackingExtent = 32;
@@ -142,24 +138,16 @@ std::shared_ptr<const ConvState::Entry> ConvState::primitive_for(const ConvProbl
   // Everything but the input shape is fixed per node, so it and the thread count are the key.
   std::vector<int64_t> key{threads};
   key.insert(key.end(), p.src.begin(), p.src.end());
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    if (cache_.size() >= kMaxCachedShapes) cache_.clear();
-    // Created under the lock: rare (once per shape), and two threads never build one twice.
-    it = cache_.emplace(std::move(key), create(p)).first;
-    ++created_;
-  }
-  return it->second->usable ? it->second : nullptr;
+  auto entry = cache_.get(std::move(key), [&] { return create(p); });
+  return entry->usable ? entry : nullptr;
 }
 
 std::vector<std::string> ConvState::implementations() const {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> out;
-  for (const auto& [key, e] : cache_) {
-    if (!e->usable) out.push_back("octet reference");
-    else out.push_back(e->impl + (e->src_in || e->dst_out ? " (src/dst reordered)" : " (plain src/dst)"));
-  }
+  cache_.for_each([&](const Entry& e) {
+    if (!e.usable) out.push_back("octet reference");
+    else out.push_back(e.impl + (e.src_in || e.dst_out ? " (src/dst reordered)" : " (plain src/dst)"));
+  });
   return out;
 }
 

@@ -27,13 +27,12 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/dnnl_common.h"
 #include "kernels/kernel.h"
 
 namespace octet::dnnl_cpu {
@@ -78,7 +77,7 @@ class MatMulState : public KernelState {
   // A plain copy of B in the graph's layout and shape, unpacked from the prepacked one.
   Tensor unpack_b() const;
   // Primitives created so far (one per distinct shape key); for tests and reports.
-  int64_t primitives_created() const { return created_.load(); }
+  int64_t primitives_created() const { return cache_.created(); }
   // Runs that went to the reference kernel (shapes oneDNN does not take).
   int64_t reference_runs() const { return reference_runs_.load(); }
   // The oneDNN implementations the cached primitives use, for tests and reports.
@@ -110,9 +109,7 @@ class MatMulState : public KernelState {
   dnnl::memory::dims packed_dims_;
   std::vector<int64_t> b_shape_;  // B as the graph stores it ([N, K] under transB)
 
-  mutable std::mutex mutex_;
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> cache_;
-  mutable std::atomic<int64_t> created_{0};
+  PrimitiveCache<Entry> cache_;
   mutable std::atomic<int64_t> reference_runs_{0};
 };
 

@@ -15,10 +15,6 @@ using dims = dnnl::memory::dims;
 // layout still works: it then reads a plain B (see create() and execute()).
 constexpr int64_t kPackingM = 128;
 
-// Shapes one node keeps primitives for. A server seeing every sequence length would
-// otherwise grow the cache (and oneDNN's JIT code) without bound; past this many the
-// cache starts over (runs holding an entry keep it alive until they finish).
-constexpr size_t kMaxCachedShapes = 256;
 
 // B's descriptor as the graph stores it: [K, N], or [N, K] read through strides.
 dnnl::memory::desc plain_b_desc(int64_t k, int64_t n, bool trans_b) {
@@ -122,21 +118,13 @@ std::shared_ptr<const MatMulState::Entry> MatMulState::create(const MatMulProble
 std::shared_ptr<const MatMulState::Entry> MatMulState::primitive_for(const MatMulProblem& p, int threads) const {
   std::vector<int64_t> key{threads};
   for (const dims* d : {&p.src, &p.src_strides, &p.wei, &p.wei_strides, &p.bias, &p.addend}) append(key, *d);
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    if (cache_.size() >= kMaxCachedShapes) cache_.clear();
-    // Created under the lock: rare (once per shape), and two threads never build one twice.
-    it = cache_.emplace(std::move(key), create(p)).first;
-    ++created_;
-  }
-  return it->second->usable ? it->second : nullptr;
+  auto entry = cache_.get(std::move(key), [&] { return create(p); });
+  return entry->usable ? entry : nullptr;
 }
 
 std::vector<std::string> MatMulState::implementations() const {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> out;
-  for (const auto& [key, entry] : cache_) out.push_back(entry->usable ? entry->impl : "octet reference");
+  cache_.for_each([&](const Entry& e) { out.push_back(e.usable ? e.impl : "octet reference"); });
   return out;
 }
 

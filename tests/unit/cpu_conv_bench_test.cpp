@@ -2,8 +2,6 @@
 // (the machine is shared; unit tests must not depend on its load).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 #include "cpu_matmul_test_util.h"
@@ -12,21 +10,8 @@ namespace octet {
 namespace {
 
 using testing::mm::Operand;
+using testing::mm::best_run;
 using testing::mm::rand;
-
-// The best of several runs (after one warm-up run that creates the primitive), in seconds.
-double best_run(const Session& s, const NamedTensors& in, double budget_s) {
-  s.run(in);
-  double best = 1e30, spent = 0;
-  for (int i = 0; i < 100 && (i < 3 || spent < budget_s); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    s.run(in);
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, t);
-    spent += t;
-  }
-  return best;
-}
 
 TEST(CpuConvBench, VitPatchEmbedding) {
   // vit_tiny's patch embedding: 16x16 patches, stride 16, 64 filters.
@@ -37,8 +22,8 @@ TEST(CpuConvBench, VitPatchEmbedding) {
   const NamedTensors in = {{"in0", rand({1, 3, 224, 224}, 1)}};
   const double flops = 2.0 * 64 * 14 * 14 * 3 * 16 * 16;
   for (int threads : {1, 2}) {
-    const double fast = best_run(testing::mm::session(g, KernelChoice::Optimized, threads), in, 0.2);
-    const double ref = best_run(testing::mm::session(g, KernelChoice::Reference, threads), in, 0.2);
+    const double fast = best_run(testing::mm::session(g, KernelChoice::Optimized, threads), in, 0.2, 100);
+    const double ref = best_run(testing::mm::session(g, KernelChoice::Reference, threads), in, 0.2, 100);
     std::printf("[ timing   ] Conv [1,3,224,224]*[64,3,16,16]/16 %d thread(s): oneDNN %.4f ms (%.1f GFLOP/s), "
                 "reference %.3f ms, %.0fx\n",
                 threads, fast * 1e3, flops / fast * 1e-9, ref * 1e3, ref / fast);

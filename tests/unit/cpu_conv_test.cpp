@@ -6,13 +6,10 @@
 // child process with OCTET_ISA set).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "cpu_matmul_test_util.h"
+#include "isa_child_runs.h"
 #include "kernels/cpu/dnnl_common.h"
 #include "kernels/cpu/dnnl_conv.h"
 
@@ -200,39 +197,12 @@ TEST(CpuConv, ConcurrentRunsOnOneSession) {
       inputs.push_back(rand({batch, 3, size, size + 1}, static_cast<uint64_t>(size * batch)));
       want.push_back(ref.run({{"in0", inputs.back()}})[0].second);
     }
-  std::vector<std::vector<Tensor>> got(2);
-  auto work = [&](int t) {
-    for (int round = 0; round < 5; ++round)
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const size_t j = t == 0 ? i : inputs.size() - 1 - i;  // the threads walk the shapes in opposite orders
-        Tensor y = fast.run({{"in0", inputs[j]}})[0].second;
-        if (round == 4) got[t].push_back(y);
-      }
-  };
-  std::thread a(work, 0), b(work, 1);
-  a.join();
-  b.join();
-  for (int t = 0; t < 2; ++t)
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const size_t j = t == 0 ? i : inputs.size() - 1 - i;
-      testing::mm::expect_close(got[t][i], want[j], 49, "thread " + std::to_string(t) + " shape " + std::to_string(j));
-    }
+  testing::mm::expect_concurrent_runs_match(fast, inputs, want, 5, 49);
 }
 
 // Each ISA level in a process of its own: the tests above again under OCTET_ISA=level.
 TEST(CpuConvIsa, EveryLevelInAChildProcess) {
-  if (std::getenv("OCTET_ISA")) GTEST_SKIP() << "already a child run";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (IsaLevel level : available_isas()) {
-    const std::string log = std::string(OCTET_BINARY_DIR) + "/cpu_conv_isa_" + isa_name(level) + ".log";
-    const std::string cmd = std::string("OCTET_ISA=") + isa_name(level) + " '" + self +
-                            "' --gtest_brief=1 --gtest_filter='CpuConv.*' > '" + log + "' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_EQ(rc, 0) << "OCTET_ISA=" << isa_name(level) << ":\n" << text.str();
-  }
+  testing::expect_child_runs_pass_at_every_isa("CpuConv.*", "cpu_conv_isa");
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 // asserted (the machine is shared; unit tests must not depend on its load).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 #include "cpu_matmul_test_util.h"
@@ -12,21 +10,8 @@ namespace octet {
 namespace {
 
 using testing::mm::Operand;
+using testing::mm::best_run;
 using testing::mm::rand;
-
-// The best of several runs (after one warm-up run that creates the primitive), in seconds.
-double best_run(const Session& s, const NamedTensors& in, double budget_s) {
-  s.run(in);
-  double best = 1e30, spent = 0;
-  for (int i = 0; i < 50 && (i < 3 || spent < budget_s); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    s.run(in);
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, t);
-    spent += t;
-  }
-  return best;
-}
 
 TEST(CpuMatMulBench, LinearLayers) {
   for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{128, 64, 64}, {128, 64, 256}, {128, 768, 768}}) {
@@ -34,8 +19,8 @@ TEST(CpuMatMulBench, LinearLayers) {
     const NamedTensors in = {{"in0", rand({m, k}, 1)}};
     const double flops = 2.0 * static_cast<double>(m * k * n);
     for (int threads : {1, 2}) {
-      const double fast = best_run(testing::mm::session(g, KernelChoice::Optimized, threads), in, 0.2);
-      const double ref = best_run(testing::mm::session(g, KernelChoice::Reference, threads), in, 0.2);
+      const double fast = best_run(testing::mm::session(g, KernelChoice::Optimized, threads), in, 0.2, 50);
+      const double ref = best_run(testing::mm::session(g, KernelChoice::Reference, threads), in, 0.2, 50);
       std::printf("[ timing   ] MatMul [%ld,%ld]x[%ld,%ld] %d thread(s): oneDNN %.4f ms (%.1f GFLOP/s), reference "
                   "%.3f ms (%.2f GFLOP/s), %.0fx\n",
                   static_cast<long>(m), static_cast<long>(k), static_cast<long>(k), static_cast<long>(n), threads,

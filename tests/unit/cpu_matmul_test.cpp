@@ -6,12 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "cpu_matmul_test_util.h"
+#include "isa_child_runs.h"
 #include "kernels/cpu/dnnl_common.h"
 
 namespace octet {
@@ -177,23 +175,7 @@ TEST(CpuMatMul, ConcurrentRunsOnOneSession) {
     inputs.push_back(rand({2, seq, 64}, static_cast<uint64_t>(seq)));
     want.push_back(ref.run({{"in0", inputs.back()}})[0].second);
   }
-  std::vector<std::vector<Tensor>> got(2);
-  auto work = [&](int t) {
-    for (int round = 0; round < 10; ++round)
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const size_t j = t == 0 ? i : inputs.size() - 1 - i;  // the threads walk the shapes in opposite orders
-        Tensor y = fast.run({{"in0", inputs[j]}})[0].second;
-        if (round == 9) got[t].push_back(y);
-      }
-  };
-  std::thread a(work, 0), b(work, 1);
-  a.join();
-  b.join();
-  for (int t = 0; t < 2; ++t)
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const size_t j = t == 0 ? i : inputs.size() - 1 - i;
-      testing::mm::expect_close(got[t][i], want[j], 64, "thread " + std::to_string(t) + " shape " + std::to_string(j));
-    }
+  testing::mm::expect_concurrent_runs_match(fast, inputs, want, 10, 64);
 }
 
 TEST(CpuMatMul, OneDnnRunsAtTheLevelOctetIsaAllows) {
@@ -214,20 +196,7 @@ TEST(CpuMatMul, OneDnnRunsAtTheLevelOctetIsaAllows) {
 
 // Each ISA level in a process of its own: the kernels' tests again under OCTET_ISA=level.
 TEST(CpuMatMulIsa, EveryLevelInAChildProcess) {
-  if (std::getenv("OCTET_ISA")) GTEST_SKIP() << "already a child run";
-  // The test binary's own path: /proc/self/exe inside the shell command would be the shell.
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (IsaLevel level : available_isas()) {
-    const std::string log = std::string(OCTET_BINARY_DIR) + "/cpu_matmul_isa_" + isa_name(level) + ".log";
-    const std::string cmd = std::string("OCTET_ISA=") + isa_name(level) +
-                            " '" + self + "' --gtest_brief=1 --gtest_filter='CpuMatMul.*:CpuMatMulEpilogue.*' > '" +
-                            log + "' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_EQ(rc, 0) << "OCTET_ISA=" << isa_name(level) << ":\n" << text.str();
-  }
+  testing::expect_child_runs_pass_at_every_isa("CpuMatMul.*:CpuMatMulEpilogue.*", "cpu_matmul_isa");
 }
 
 }  // namespace

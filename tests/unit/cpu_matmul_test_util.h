@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/graph.h"
@@ -131,5 +134,43 @@ struct DirectKernel {
 };
 
 inline std::string shape_str(const std::vector<int64_t>& s) { return shape_to_string(s); }
+
+// Two threads run `fast` on `inputs` for `rounds` rounds, walking the shapes in opposite
+// orders so they create and reuse cached primitives concurrently; each thread's last
+// round must match `want` (tolerance as expect_close with contraction length k).
+inline void expect_concurrent_runs_match(const Session& fast, const std::vector<Tensor>& inputs,
+                                         const std::vector<Tensor>& want, int rounds, int64_t k) {
+  auto order = [&](int t, size_t i) { return t == 0 ? i : inputs.size() - 1 - i; };
+  std::vector<std::vector<Tensor>> got(2);
+  auto work = [&](int t) {
+    for (int round = 0; round < rounds; ++round)
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        Tensor y = fast.run({{"in0", inputs[order(t, i)]}})[0].second;
+        if (round == rounds - 1) got[t].push_back(y);
+      }
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  for (int t = 0; t < 2; ++t)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      expect_close(got[t][i], want[order(t, i)], k,
+                   "thread " + std::to_string(t) + " shape " + std::to_string(order(t, i)));
+}
+
+// The best of several runs (after one warm-up run that creates the primitive), in
+// seconds: at least 3 and at most `max_runs`, until `budget_s` is spent.
+inline double best_run(const Session& s, const NamedTensors& in, double budget_s, int max_runs) {
+  s.run(in);
+  double best = 1e30, spent = 0;
+  for (int i = 0; i < max_runs && (i < 3 || spent < budget_s); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    s.run(in);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, t);
+    spent += t;
+  }
+  return best;
+}
 
 }  // namespace octet::testing::mm

@@ -145,7 +145,9 @@ TEST(CpuVecOps, SoftmaxRowsWithStridesAndScale) {
         }
         for (int64_t c = cols; c < ys; ++c) EXPECT_EQ(y[r * ys + c], 42.0f) << "wrote past the row";
       }
-      if (cols > 2) EXPECT_EQ(y[static_cast<size_t>(ys + 1)], 0.0f);
+      if (cols > 2) {
+        EXPECT_EQ(y[static_cast<size_t>(ys + 1)], 0.0f);
+      }
     }
   }
 }

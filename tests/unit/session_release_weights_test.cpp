@@ -9,10 +9,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "analysis/model_summary.h"
+#include "isa_child_runs.h"
 #include "kernels/cpu/dnnl_common.h"
 #include "onnx/model_io.h"
 #include "ops/infer.h"
@@ -117,7 +116,9 @@ TEST(SessionReleaseWeights, SoleOwnerReleasesPackedWeightsAndRunsIdentically) {
     SCOPED_TRACE(kind);
     const bool owns = kernel_owns_weight(*build(kind));
     // oneDNN wants blocked float32 weights under AVX-512: the case this feature is for.
-    if (dnnl_cpu::engine_isa() == IsaLevel::Avx512) EXPECT_TRUE(owns);
+    if (dnnl_cpu::engine_isa() == IsaLevel::Avx512) {
+      EXPECT_TRUE(owns);
+    }
     Session released(build(kind), options(true));
     Session kept(build(kind), options(false));
     const int64_t bytes = shape_numel(released.graph().value("w")->type.static_shape()) * 4;
@@ -130,7 +131,9 @@ TEST(SessionReleaseWeights, SoleOwnerReleasesPackedWeightsAndRunsIdentically) {
     EXPECT_NE(kept.graph().value("w")->constant(), nullptr);
     // Small weights (bias, C) are never kept packed: the graph keeps them.
     for (const char* small : {"bias", "c"})
-      if (const Value* v = released.graph().find_value(small)) EXPECT_NE(v->constant(), nullptr) << small;
+      if (const Value* v = released.graph().find_value(small)) {
+        EXPECT_NE(v->constant(), nullptr) << small;
+      }
     for (int64_t rows : {1, 7, 128})
       expect_bitwise(released.run(feeds(kind, rows, rows)), kept.run(feeds(kind, rows, rows)),
                      kind + " rows " + std::to_string(rows));
@@ -240,18 +243,7 @@ TEST(SessionReleaseWeights, ReleasedGraphExportFailsAndSummaryCounts) {
 
 // Each ISA level in a process of its own: the tests above again under OCTET_ISA=level.
 TEST(SessionReleaseWeightsIsa, EveryLevelInAChildProcess) {
-  if (std::getenv("OCTET_ISA")) GTEST_SKIP() << "already a child run";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (IsaLevel level : available_isas()) {
-    const std::string log = std::string(OCTET_BINARY_DIR) + "/session_release_isa_" + isa_name(level) + ".log";
-    const std::string cmd = std::string("OCTET_ISA=") + isa_name(level) + " '" + self +
-                            "' --gtest_brief=1 --gtest_filter='SessionReleaseWeights.*' > '" + log + "' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_EQ(rc, 0) << "OCTET_ISA=" << isa_name(level) << ":\n" << text.str();
-  }
+  testing::expect_child_runs_pass_at_every_isa("SessionReleaseWeights.*", "session_release_isa");
 }
 
 // Under AVX2 oneDNN reads float32 matmul weights in the plain row-major layout: a MatMul's

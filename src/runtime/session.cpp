@@ -107,12 +107,13 @@ void Session::select_kernels() {
 
   std::map<int, size_t> last_reader;
   for (const Node* n : graph_->nodes()) {
-    Step step{n, reference.find_def(n->domain(), n->op_type()), nullptr, {}, {}, {}};
+    Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}};
     if (options_.kernels == KernelChoice::Optimized) {
       const KernelDef* fast = KernelRegistry::optimized().find_def(n->domain(), n->op_type());
       std::unique_ptr<KernelState> state;
       if (fast && (!fast->prepare || fast->prepare(*n, state))) {
         step.kernel = fast;
+        step.optimized = true;
         step.state = std::move(state);
       }
     }
@@ -180,15 +181,14 @@ int Session::slot_of(const Value* v) const { return slots_.at(v); }
 int Session::optimized_nodes() const {
   int count = 0;
   for (const Step& step : steps_)
-    if (step.kernel != KernelRegistry::reference().find_def(step.node->domain(), step.node->op_type())) ++count;
+    count += step.optimized;
   return count;
 }
 
 std::map<std::string, int> Session::reference_ops() const {
   std::map<std::string, int> out;
   for (const Step& step : steps_)
-    if (step.kernel == KernelRegistry::reference().find_def(step.node->domain(), step.node->op_type()))
-      ++out[(step.node->domain().empty() ? "ai.onnx" : step.node->domain()) + "::" + step.node->op_type()];
+    if (!step.optimized) ++out[(step.node->domain().empty() ? "ai.onnx" : step.node->domain()) + "::" + step.node->op_type()];
   return out;
 }
 

@@ -107,6 +107,7 @@ class Session {
   struct Step {
     const Node* node;
     const KernelDef* kernel;
+    bool optimized;                      // kernel is an optimized one, not the reference
     std::unique_ptr<KernelState> state;  // what the kernel prepared for this node
     std::vector<int> inputs;   // value slots, -1 for an omitted input
     std::vector<int> outputs;  // value slots, -1 for an unused output

@@ -159,8 +159,7 @@ NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const
     profile->steps.assign(steps_.size(), {});
     for (size_t i = 0; i < steps_.size(); ++i) {
       profile->steps[i].node = steps_[i].node;
-      profile->steps[i].optimized =
-          steps_[i].kernel != KernelRegistry::reference().find_def(steps_[i].node->domain(), steps_[i].node->op_type());
+      profile->steps[i].optimized = steps_[i].optimized;
     }
   }
   std::vector<const Tensor*> in;

@@ -37,7 +37,9 @@ void expect_same_bytes(const Tensor& got, const Tensor& want, const std::string&
   ASSERT_EQ(got.shape(), want.shape()) << what;
   const size_t bytes = dtype_storage_bytes(want.dtype(), want.numel());
   // An empty tensor may have no buffer at all, and memcmp's pointers must not be null.
-  if (bytes > 0) EXPECT_EQ(std::memcmp(got.raw(), want.raw(), bytes), 0) << what << ": contents differ";
+  if (bytes > 0) {
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), bytes), 0) << what << ": contents differ";
+  }
 }
 
 // Reference first, then the optimized kernels at every ISA level; they must take the node.

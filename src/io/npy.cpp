@@ -3,6 +3,7 @@
 // trailing commas, Python 2 'L' suffixes) and nothing that could make us misread data.
 #include "io/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -209,22 +210,42 @@ std::string npy_descr(DType dtype) {
   fail(dtype_name(dtype), " cannot be saved as .npy (numpy has no such type)");
 }
 
-Tensor parse_npy(std::string_view bytes, const std::string& context) {
+namespace {
+
+struct HeaderExtent {
+  size_t text_start;  // after magic, version and the length field
+  size_t data_start;  // after the header text
+};
+
+// Magic, version and header length. `bytes` is the file's beginning (at least its first
+// 12 bytes when it has them); `file_size` the whole file's, so a header that claims more
+// than the file holds is refused before anything is read or allocated.
+HeaderExtent header_extent(std::string_view bytes, uint64_t file_size, const std::string& context) {
   if (bytes.size() < kMagicLen || bytes.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen))
     fail(context, ": not a .npy file (it does not start with the \\x93NUMPY magic)");
-  if (bytes.size() < 10) fail(context, ": truncated .npy file (", bytes.size(), " bytes, no complete header)");
+  if (file_size < 10 || bytes.size() < 10)
+    fail(context, ": truncated .npy file (", file_size, " bytes, no complete header)");
   const int major = static_cast<uint8_t>(bytes[6]), minor = static_cast<uint8_t>(bytes[7]);
   size_t len_bytes = 0;
   if (major == 1) len_bytes = 2;
   else if (major == 2 || major == 3) len_bytes = 4;
   else fail(context, ": unsupported .npy format version ", major, ".", minor, " (octet reads 1.0, 2.0 and 3.0)");
-  if (bytes.size() < 8 + len_bytes) fail(context, ": truncated .npy file (", bytes.size(), " bytes, no complete header)");
+  if (file_size < 8 + len_bytes || bytes.size() < 8 + len_bytes)
+    fail(context, ": truncated .npy file (", file_size, " bytes, no complete header)");
   const size_t header_len = read_le(bytes, 8, len_bytes);
   const size_t data_start = 8 + len_bytes + header_len;
-  if (bytes.size() < data_start)
-    fail(context, ": truncated .npy file (", bytes.size(), " bytes; its header says the header alone needs ",
+  if (file_size < data_start)
+    fail(context, ": truncated .npy file (", file_size, " bytes; its header says the header alone needs ",
          data_start, ")");
-  Header h = parse_header(bytes.substr(8 + len_bytes, header_len), context);
+  return {8 + len_bytes, data_start};
+}
+
+// The header of a file of `file_size` bytes whose beginning (through the header) is
+// `bytes`; checks that the data after the header is exactly what dtype and shape need.
+NpyHeader parse_npy_prefix(std::string_view bytes, uint64_t file_size, const std::string& context) {
+  const HeaderExtent extent = header_extent(bytes, file_size, context);
+  OCTET_ASSERT(bytes.size() >= extent.data_start, "the caller passes the whole header");
+  Header h = parse_header(bytes.substr(extent.text_start, extent.data_start - extent.text_start), context);
   DType dtype = dtype_from_descr(h.descr, context);
   if (h.fortran_order)
     fail(context, ": fortran_order=True (column-major) arrays are not supported; save a C-order copy, "
@@ -235,13 +256,42 @@ Tensor parse_npy(std::string_view bytes, const std::string& context) {
     numel *= d;
   }
   const size_t need = dtype_storage_bytes(dtype, numel);
-  const size_t have = bytes.size() - data_start;
+  const uint64_t have = file_size - extent.data_start;
   if (have != need)
     fail(context, ": ", have < need ? "truncated data" : "unexpected bytes after the data", ": ", have,
          " bytes of data, but ", h.descr, " with shape ", shape_to_string(h.shape), " needs ", need);
-  Tensor t(dtype, h.shape);
-  if (need) std::memcpy(t.mutable_raw(), bytes.data() + data_start, need);
+  return {dtype, std::move(h.shape), extent.data_start};
+}
+
+}  // namespace
+
+Tensor parse_npy(std::string_view bytes, const std::string& context) {
+  const NpyHeader h = parse_npy_prefix(bytes, bytes.size(), context);
+  Tensor t(h.dtype, h.shape);
+  if (t.bytes()) std::memcpy(t.mutable_raw(), bytes.data() + h.data_offset, t.bytes());
   return t;
+}
+
+NpyHeader read_npy_header(const std::filesystem::path& path) {
+  const std::string context = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(context, ": is a directory, expected a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(context, ": cannot open (", std::strerror(errno), ")");
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(context, ": cannot read");
+  const uint64_t file_size = static_cast<uint64_t>(size);
+  // The fixed part first, then exactly the header it announces.
+  auto read_prefix = [&](uint64_t n) {
+    std::string bytes(static_cast<size_t>(std::min<uint64_t>(n, file_size)), '\0');
+    in.seekg(0);
+    if (!bytes.empty() && !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+      fail(context, ": read failed");
+    return bytes;
+  };
+  const HeaderExtent extent = header_extent(read_prefix(12), file_size, context);
+  return parse_npy_prefix(read_prefix(extent.data_start), file_size, context);
 }
 
 std::string npy_bytes(const Tensor& t) {

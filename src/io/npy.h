@@ -29,6 +29,16 @@ namespace octet {
 Tensor read_npy(const std::filesystem::path& path);
 // `context` starts every error message (a file name, or "a.npz: member 'x.npy'").
 Tensor parse_npy(std::string_view bytes, const std::string& context);
+// A .npy file's header without its data: what a reader that loads a slice at a time
+// (calibration .npy stacks, one sample per read) needs to seek into the file.
+struct NpyHeader {
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;  // bytes before the first element
+};
+// Reads only the header, with the same checks as read_npy, and checks that the file is
+// exactly as long as the header says (a truncated file is refused here, not mid-read).
+NpyHeader read_npy_header(const std::filesystem::path& path);
 // The whole file's bytes: a version 1.0 header (2.0 when the header is too long for 1.0),
 // padded so the data starts at a multiple of 64 bytes, as numpy writes it.
 std::string npy_bytes(const Tensor& t);

@@ -120,4 +120,8 @@ TestDataSet load_test_data_set(const fs::path& dir, const std::vector<std::strin
   return set;
 }
 
+std::vector<TestTensor> load_test_data_inputs(const fs::path& dir, const std::vector<std::string>& input_names) {
+  return load_numbered(dir, "input", input_names);
+}
+
 }  // namespace octet

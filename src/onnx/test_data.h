@@ -37,4 +37,9 @@ struct TestDataSet {
 TestDataSet load_test_data_set(const std::filesystem::path& dir, const std::vector<std::string>& input_names,
                                const std::vector<std::string>& output_names);
 
+// Only the inputs of one data set (input_*.pb), matched as above; expected outputs are
+// not read. For readers that feed a model many data sets (calibration).
+std::vector<TestTensor> load_test_data_inputs(const std::filesystem::path& dir,
+                                              const std::vector<std::string>& input_names);
+
 }  // namespace octet

@@ -151,4 +151,11 @@ std::vector<float> Tensor::to_float_vector() const {
 
 std::string Tensor::describe() const { return dtype_name(dtype_) + shape_to_string(shape_); }
 
+Tensor Tensor::deep_copy() const {
+  if (dtype_ == DType::String) return Tensor::strings(shape_, strings_);
+  Tensor copy = Tensor::uninitialized(dtype_, shape_);
+  if (bytes() > 0) std::memcpy(copy.mutable_raw(), raw(), bytes());
+  return copy;
+}
+
 }  // namespace octet

@@ -95,6 +95,9 @@ class Tensor {
   std::vector<float> to_float_vector() const;
 
   std::string describe() const;  // "float32[2,3]"
+  // A copy in fresh heap memory of its own: for keeping a tensor whose buffer is
+  // borrowed (a run's arena, a file mapping) beyond the borrow.
+  Tensor deep_copy() const;
 
  private:
   void check_access(DType requested) const;

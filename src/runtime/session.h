@@ -21,6 +21,7 @@
 // guarded), so several threads may call run() on one Session at once.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,12 @@ struct RunProfile {
   std::vector<Entry> steps;
   int runs = 0;
 };
+
+// Called with every value a run computes, right after the step that produced it (graph
+// inputs first). The tensor may live in the run's arena: it is valid only during the call,
+// so an observer that keeps data copies it. Calibration and per-layer error reports read
+// intermediate tensors this way without making them graph outputs.
+using ValueObserver = std::function<void(const Value& value, const Tensor& tensor)>;
 
 enum class KernelChoice {
   Optimized,  // the optimized kernel where one takes the node, else the reference one
@@ -79,6 +86,8 @@ class Session {
   NamedTensors run(const NamedTensors& inputs) const { return run(inputs, nullptr); }
   // The same, adding each step's wall time to `profile` (when not null).
   NamedTensors run(const NamedTensors& inputs, RunProfile* profile) const;
+  // The same, showing `observer` every value as it is computed (see ValueObserver).
+  NamedTensors run(const NamedTensors& inputs, const ValueObserver& observer) const;
 
   const Graph& graph() const { return *graph_; }
   // Graph inputs the caller must provide (inputs that are not initializers).
@@ -131,6 +140,7 @@ class Session {
   void plan_lifetimes();
   std::shared_ptr<const RunPlan> plan_for(const Bindings& bindings) const;
   std::shared_ptr<const RunPlan> make_plan(const Bindings& bindings) const;
+  NamedTensors run_steps(const NamedTensors& inputs, RunProfile* profile, const ValueObserver* observer) const;
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;

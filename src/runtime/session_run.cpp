@@ -20,12 +20,6 @@ namespace {
 // cache without bound.
 constexpr size_t kMaxCachedPlans = 64;
 
-Tensor copy_to_heap(const Tensor& t) {
-  Tensor copy = Tensor::uninitialized(t.dtype(), t.shape());
-  if (t.bytes() > 0) std::memcpy(copy.mutable_raw(), t.raw(), t.bytes());
-  return copy;
-}
-
 }  // namespace
 
 // Hands out arena regions for the outputs the plan placed, heap memory for the rest.
@@ -128,6 +122,15 @@ Session::MemoryStats Session::memory_stats(const Bindings& bindings) const {
 }
 
 NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const {
+  return run_steps(inputs, profile, nullptr);
+}
+
+NamedTensors Session::run(const NamedTensors& inputs, const ValueObserver& observer) const {
+  return run_steps(inputs, nullptr, observer ? &observer : nullptr);
+}
+
+NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
+                                const ValueObserver* observer) const {
   // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
   omp_set_num_threads(threads_);
   std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
@@ -149,6 +152,7 @@ NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const
            dtype_name(v->type.dtype));
     if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), "input '" + name + "'", bindings);
     values[slot_of(v)] = std::make_shared<const Tensor>(tensor);
+    if (observer) (*observer)(*v, tensor);
   }
   for (const Value* v : required_inputs())
     if (!given.count(v->name())) fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
@@ -204,8 +208,9 @@ NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const
       // Cast); when that memory is in the arena, the plan does not know to keep it, so
       // the output gets its own copy.
       if (!step.kernel->may_alias_inputs && allocator.in_arena(out) && !allocator.at_planned_place(out, slot))
-        out = copy_to_heap(out);
+        out = out.deep_copy();
       values[slot] = std::make_shared<const Tensor>(std::move(out));
+      if (observer) (*observer)(*v, *values[slot]);
     }
     for (int slot : step.release) values[slot].reset();
     if (profile)
@@ -219,7 +224,7 @@ NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const
     const auto& t = values[slot_of(v)];
     OCTET_ASSERT(t, "graph output '", v->name(), "' was not computed");
     // The arena goes back to the pool: nothing returned may point into it.
-    outputs.emplace_back(v->name(), allocator.in_arena(*t) ? copy_to_heap(*t) : *t);
+    outputs.emplace_back(v->name(), allocator.in_arena(*t) ? t->deep_copy() : *t);
   }
   values.clear();
   arenas_.release(allocator.arena());

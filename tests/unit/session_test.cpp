@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "onnx/model_io.h"
@@ -41,6 +42,34 @@ TEST(Session, DifferentBindingsPerRun) {
     EXPECT_EQ(out[0].second.shape(), (std::vector<int64_t>{batch, seq, 64}));
     EXPECT_EQ(out[1].second.shape(), (std::vector<int64_t>{batch, 2}));
   }
+}
+
+// The observer sees every computed value once, in execution order after the graph
+// inputs, with the data the graph output gets; it changes nothing about the outputs.
+TEST(Session, ObserverSeesEveryValueOnce) {
+  auto graph = load_fixture("bert_tiny.onnx");
+  Session s(graph);
+  const NamedTensors expected = s.run(bert_inputs(1, 9));
+  std::map<std::string, int> seen;
+  std::vector<std::string> order;
+  std::vector<float> observed_output;
+  NamedTensors out = s.run(bert_inputs(1, 9), [&](const Value& v, const Tensor& t) {
+    ++seen[v.name()];
+    order.push_back(v.name());
+    if (v.name() == expected[0].first) {
+      const float* p = t.data<float>();
+      observed_output.assign(p, p + t.numel());
+    }
+  });
+  EXPECT_TRUE(bitwise_equal(out, expected));
+  ASSERT_EQ(order.size(), seen.size()) << "a value was observed twice";
+  for (const char* input : {"input_ids", "attention_mask", "token_type_ids"}) EXPECT_EQ(seen[input], 1);
+  for (const Node* n : graph->nodes())
+    for (const Value* o : n->outputs())
+      if (o && !o->uses().empty()) EXPECT_EQ(seen[o->name()], 1) << o->name();
+  const Tensor& y = expected[0].second;
+  ASSERT_EQ(observed_output.size(), static_cast<size_t>(y.numel()));
+  EXPECT_EQ(0, std::memcmp(observed_output.data(), y.raw(), y.bytes()));
 }
 
 TEST(Session, ConcurrentRunsGiveIdenticalResults) {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "analysis/model_files.h"
 #include "octet/error.h"
 
 namespace octet::cli {
@@ -20,6 +21,26 @@ Bindings parse_dim_bindings(const std::vector<std::string>& items) {
     out[name] = value;
   }
   return out;
+}
+
+void check_output_paths(const std::string& model, const std::filesystem::path& out, bool external_data, bool force,
+                        const std::string& what) {
+  namespace fs = std::filesystem;
+  if (out.empty()) fail("-o OUT is required: the file to write the ", what, " model to");
+  if (fs::path(model).lexically_normal() == out.lexically_normal())
+    fail(out.string(), ": is the input model; write the ", what, " model to another file");
+  const ModelFiles inputs = model_files(model);
+  std::error_code ec;
+  const fs::path data_file = external_data ? fs::path(out.string() + ".data") : fs::path();
+  for (const fs::path& target : {out, data_file}) {
+    if (target.empty() || !fs::exists(target, ec)) continue;
+    for (const fs::path& in : inputs.all())
+      if (fs::equivalent(target, in, ec))
+        fail(out.string(), ": writing here would overwrite ", in == inputs.model ? "the input model " : "the input's data file ",
+             in.string(), "; write the ", what, " model to another file");
+    if (fs::is_directory(target, ec)) fail(target.string(), ": is a folder; -o names the output .onnx file");
+    if (!force) fail(target.string(), ": already exists; use --force to replace it");
+  }
 }
 
 }  // namespace octet::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,17 @@ namespace octet::cli {
 // "seq=128" -> {"seq", 128}; an error naming the bad item otherwise.
 Bindings parse_dim_bindings(const std::vector<std::string>& items);
 
+// Refuses to write `out` (and, with external data, `out`.data) over the input model or any
+// of its external data files: the result would replace the only copy of the original.
+// Other existing files need `force`. `what` names the result ("optimized", "quantized").
+void check_output_paths(const std::string& model, const std::filesystem::path& out, bool external_data, bool force,
+                        const std::string& what);
+
 // Each subcommand registers itself on the app and returns the callback-bearing subcommand.
 void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_optimize_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 }  // namespace octet::cli

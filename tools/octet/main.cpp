@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   octet::cli::add_inspect_command(app);
   octet::cli::add_run_command(app);
   octet::cli::add_optimize_command(app);
+  octet::cli::add_quantize_command(app);
   octet::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

@@ -43,31 +43,11 @@ OUT.data next to OUT.
 
 The exit status is 0 on success and 1 for any error (one line on stderr).)";
 
-// Refuses to write over the input model or its weights: the optimized model would replace
-// the only copy of the original. Other existing files need --force.
-void check_output_paths(const Options& o, const fs::path& data_file) {
-  const ModelFiles inputs = model_files(o.model);
-  std::error_code ec;
-  for (const fs::path& target : {fs::path(o.out), data_file}) {
-    if (target.empty() || !fs::exists(target, ec)) continue;
-    for (const fs::path& in : inputs.all())
-      if (fs::equivalent(target, in, ec))
-        fail(o.out, ": writing here would overwrite ", in == inputs.model ? "the input model " : "the input's data file ",
-             in.string(), "; write the optimized model to another file");
-    if (fs::is_directory(target, ec)) fail(target.string(), ": is a folder; -o names the output .onnx file");
-    if (!o.force) fail(target.string(), ": already exists; use --force to replace it");
-  }
-}
-
 void optimize_command(const Options& o) {
-  if (o.out.empty()) fail("-o OUT is required: the file to write the optimized model to");
   const fs::path out(o.out);
-  if (fs::path(o.model).lexically_normal() == out.lexically_normal())
-    fail(o.out, ": is the input model; write the optimized model to another file");
   SaveOptions save;
   save.external_data = o.external_data;
-  const fs::path data_file = o.external_data ? fs::path(o.out + ".data") : fs::path();
-  check_output_paths(o, data_file);
+  check_output_paths(o.model, out, o.external_data, o.force, "optimized");
 
   PrepareOptions prep;
   prep.dims = o.dims;

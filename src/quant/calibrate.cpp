@@ -1,0 +1,109 @@
+#include "quant/calibrate.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "quant/observers.h"
+#include "quant/quant_params.h"
+#include "quant/ranges.h"
+
+namespace octet::quant {
+namespace {
+
+// One tensor's statistics: min/max is all minmax needs; the other methods need the
+// histogram (which also keeps the exact min and max).
+struct TensorStats {
+  std::optional<MinMaxObserver> minmax;
+  std::optional<HistogramObserver> histogram;
+
+  void observe(const Tensor& t) {
+    const float* x = t.data<float>();
+    const size_t n = static_cast<size_t>(t.numel());
+    if (minmax) minmax->observe(x, n);
+    else histogram->observe(x, n);
+  }
+  float min() const { return minmax ? minmax->min() : histogram->min(); }
+  float max() const { return minmax ? minmax->max() : histogram->max(); }
+  uint64_t count() const { return minmax ? minmax->count() : histogram->count(); }
+};
+
+Range choose_range(const TensorStats& s, const QuantizeOptions& o) {
+  switch (o.calibration) {
+    case Calibration::MinMax: return minmax_range(*s.minmax);
+    case Calibration::Percentile: return percentile_range(*s.histogram, o.percentile);
+    case Calibration::Entropy: return entropy_range(*s.histogram, 256);
+    case Calibration::Mse: return mse_range(*s.histogram, 256, o.activation_type == DType::Int8);
+  }
+  return minmax_range(*s.minmax);
+}
+
+}  // namespace
+
+ActivationTable CalibrationResult::table() const {
+  ActivationTable t;
+  for (const auto& [name, c] : tensors) t[name] = c.params;
+  return t;
+}
+
+CalibrationResult calibrate(std::shared_ptr<const Graph> graph, const std::vector<std::string>& tensors,
+                            const CalibrationSource& source, const std::vector<size_t>& samples,
+                            const QuantizeOptions& options, const ProgressFn& progress) {
+  if (samples.empty()) fail("calibration needs at least one sample; ", source.describe(), " gave none");
+  std::map<std::string, TensorStats> stats;
+  for (const std::string& name : tensors) {
+    TensorStats& s = stats[name];
+    if (options.calibration == Calibration::MinMax) s.minmax.emplace(name);
+    else s.histogram.emplace(name);
+  }
+  Session session(std::move(graph));
+  size_t done = 0;
+  for (size_t index : samples) {
+    session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
+      auto it = stats.find(v.name());
+      if (it == stats.end()) return;
+      if (t.dtype() != DType::Float32) fail("calibration: tensor '", v.name(), "' is ", dtype_name(t.dtype()), ", not float32");
+      it->second.observe(t);
+    });
+    if (progress) progress(++done, samples.size());
+  }
+  CalibrationResult result;
+  result.samples = samples.size();
+  for (const auto& [name, s] : stats) {
+    if (s.count() == 0)
+      fail("calibration: tensor '", name, "' never held a finite value over ", samples.size(),
+           " samples (is it computed for these inputs?)");
+    CalibratedTensor c;
+    c.min = s.min();
+    c.max = s.max();
+    const Range r = choose_range(s, options);
+    c.lo = r.lo;
+    c.hi = r.hi;
+    const QuantParams p = activation_params(r, options.activation_type);
+    c.params = {p.scale, p.zero_point, p.dtype};
+    result.tensors[name] = c;
+  }
+  return result;
+}
+
+ProgressFn stderr_progress(const std::string& label) {
+  const bool tty = isatty(fileno(stderr));
+  return [label, tty, last_decile = -1](size_t done, size_t total) mutable {
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * done / total) : width;
+    if (tty) {
+      std::fprintf(stderr, "\r%s [%s%s] %zu/%zu", label.c_str(), std::string(static_cast<size_t>(filled), '=').c_str(),
+                   std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total);
+      if (done == total) std::fputc('\n', stderr);
+    } else {
+      const int decile = total ? static_cast<int>(10 * done / total) : 10;
+      if (decile == last_decile && done != total) return;
+      last_decile = decile;
+      std::fprintf(stderr, "%s %zu/%zu\n", label.c_str(), done, total);
+    }
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace octet::quant

@@ -1,0 +1,44 @@
+// Static calibration: runs the float model in octet's own runtime over calibration
+// samples, watching the tensors the plan quantizes, and turns each tensor's statistics
+// into activation quantization parameters. Memory stays fixed as samples grow: each
+// tensor keeps one observer (min/max, or a fixed-size histogram), never the data.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "quant/calibration_data.h"
+#include "quant/qdq_rewrite.h"
+#include "quant/quantize_options.h"
+
+namespace octet::quant {
+
+// Called after each sample: (samples done, samples total).
+using ProgressFn = std::function<void(size_t done, size_t total)>;
+
+struct CalibratedTensor {
+  float min = 0, max = 0;  // what the samples showed
+  float lo = 0, hi = 0;    // the range the method chose
+  ActivationParams params;
+};
+
+struct CalibrationResult {
+  std::map<std::string, CalibratedTensor> tensors;  // by value name
+  size_t samples = 0;
+  ActivationTable table() const;
+};
+
+// `graph` is the float graph; `tensors` names the values to calibrate (plan.activations).
+CalibrationResult calibrate(std::shared_ptr<const Graph> graph, const std::vector<std::string>& tensors,
+                            const CalibrationSource& source, const std::vector<size_t>& samples,
+                            const QuantizeOptions& options, const ProgressFn& progress = {});
+
+// A progress bar on stderr ("calibrating [=====     ] 12/32"), redrawn in place on a
+// terminal and printed at 10% steps otherwise (CI logs).
+ProgressFn stderr_progress(const std::string& label);
+
+}  // namespace octet::quant

@@ -1,0 +1,209 @@
+#include "quant/qdq_rewrite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "ops/infer.h"
+#include "quant/quant_params.h"
+
+namespace octet::quant {
+namespace {
+
+Tensor zero_point_scalar(DType dtype, int32_t zp) {
+  if (dtype == DType::UInt8) return Tensor::scalar<uint8_t>(static_cast<uint8_t>(zp));
+  OCTET_ASSERT(dtype == DType::Int8, "activation type ", dtype_name(dtype));
+  return Tensor::scalar<int8_t>(static_cast<int8_t>(zp));
+}
+
+Tensor transpose_2d(const Tensor& t) {
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  Tensor out(DType::Float32, {cols, rows});
+  const float* in = t.data<float>();
+  float* o = out.mutable_data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) o[c * rows + r] = in[r * cols + c];
+  return out;
+}
+
+// A 1-D float constant of n elements (a Linear layer's bias), or null.
+Value* bias_constant(Value* v, int64_t n) {
+  if (!v || !v->is_initializer() || v->is_graph_input() || !v->constant()) return nullptr;
+  const Tensor& t = *v->constant();
+  if (t.dtype() != DType::Float32 || t.numel() != n) return nullptr;
+  if (t.rank() == 1 || (t.rank() == 2 && t.shape()[0] == 1)) return v;
+  return nullptr;
+}
+
+class Rewriter {
+ public:
+  Rewriter(Graph& g, const ActivationTable& params, const QuantizeOptions& o)
+      : graph_(g), patch_(make_patch(g)), params_(params), o_(o) {}
+
+  void rewrite(const QuantizedNode& q) {
+    if (o_.mode == Mode::Dynamic && q.kind == QuantKind::Weight) return rewrite_dynamic(q);
+    for (int slot : q.activation_inputs) {
+      Value* v = q.node->input(static_cast<size_t>(slot));
+      patch_.set_input(q.node, static_cast<size_t>(slot), dequantized_activation(v));
+    }
+    if (q.kind == QuantKind::Activation) return record(q, q.node->output(0), q.node->output(0));
+    Value* w = q.node->input(static_cast<size_t>(q.weight_input));
+    const bool per_channel = q.kind == QuantKind::Embedding || o_.per_channel_weights;
+    patch_.set_input(q.node, static_cast<size_t>(q.weight_input),
+                     dequantized_weight(w, q.weight_axis, per_channel));
+    (q.kind == QuantKind::Embedding ? result_.embeddings : result_.weights)++;
+    record(q, q.node->output(0), q.node->output(0));
+  }
+
+  RewriteResult finish() {
+    for (auto& [w, rewritten] : rewritten_uses_)
+      if (rewritten == static_cast<int>(w->uses().size())) patch_.remove_initializer(w);
+    patch_.apply();
+    if (result_.dynamic_matmuls && o_.target == Target::Octet) graph_.opset_imports.emplace("octet", 1);
+    return std::move(result_);
+  }
+
+ private:
+  // One Q/DQ pair per activation, shared by every quantized reader.
+  Value* dequantized_activation(Value* v) {
+    if (auto it = dequantized_.find(v); it != dequantized_.end()) return it->second;
+    auto p = params_.find(v->name());
+    OCTET_ASSERT(p != params_.end(), "no calibrated range for '", v->name(), "'");
+    Value* scale = patch_.add_initializer(v->name() + "_scale", Tensor::scalar<float>(p->second.scale));
+    Value* zp = patch_.add_initializer(v->name() + "_zero_point", zero_point_scalar(p->second.dtype, p->second.zero_point));
+    Node* q = patch_.add_node("QuantizeLinear", {v, scale, zp}, 1, {}, "", v->name() + "_quantize");
+    Node* dq = patch_.add_node("DequantizeLinear", {q->output(0), scale, zp}, 1, {}, "", v->name() + "_dequantize");
+    ++result_.activation_pairs;
+    return dequantized_[v] = dq->output(0);
+  }
+
+  Value* dequantized_weight(Value* w, int axis, bool per_channel) {
+    QuantizedWeight qw = quantize_weight(*w->constant(), axis, per_channel, w->name());
+    Value* data = patch_.add_initializer(w->name() + "_quantized", std::move(qw.data));
+    Value* scale = patch_.add_initializer(w->name() + "_scale", std::move(qw.scale));
+    Value* zp = patch_.add_initializer(w->name() + "_zero_point", std::move(qw.zero_point));
+    std::vector<Attribute> attrs;
+    if (per_channel) attrs.push_back(Attribute::make_int("axis", axis));
+    Node* dq = patch_.add_node("DequantizeLinear", {data, scale, zp}, 1, std::move(attrs), "", w->name() + "_dequantize");
+    ++rewritten_uses_[w];
+    return dq->output(0);
+  }
+
+  // Dynamic mode: the matmul and its bias become one node (octet) or the integer chain
+  // onnxruntime runs (ort). B is always [K, N] here, output channels on axis 1.
+  void rewrite_dynamic(const QuantizedNode& q) {
+    Node* n = q.node;
+    Value* w = n->input(1);
+    Tensor b = *w->constant();
+    Value* bias = nullptr;
+    Value* out = n->output(0);
+    std::vector<Node*> replaced{n};
+    if (n->op_type() == "Gemm") {
+      if (n->attr_int("transB", 0)) b = transpose_2d(b);
+      if (Value* c = n->input(2)) {
+        bias = bias_constant(c, b.shape()[1]);
+        if (!bias || n->attr_float("alpha", 1) != 1 || n->attr_float("beta", 1) != 1)
+          return skip(n, "dynamic mode takes a Gemm only with alpha = beta = 1 and a constant 1-D C");
+      }
+    } else if (out->uses().size() == 1 && !out->is_graph_output()) {
+      // MatMul + Add(bias), as Linear layers export: fold the bias in.
+      Node* add = out->uses()[0].node;
+      if (add->op_type() == "Add" && add->domain().empty()) {
+        Value* other = add->input(out->uses()[0].index == 0 ? 1 : 0);
+        if ((bias = bias_constant(other, b.shape()[1]))) {
+          replaced.push_back(add);
+          out = add->output(0);
+        }
+      }
+    }
+    QuantizedWeight qw = quantize_weight(b, 1, o_.per_channel_weights, w->name());
+    Value* data = patch_.add_initializer(w->name() + "_quantized", std::move(qw.data));
+    Value* scale = patch_.add_initializer(w->name() + "_scale", std::move(qw.scale));
+    Value* zp = patch_.add_initializer(w->name() + "_zero_point", std::move(qw.zero_point));
+    Value* result = o_.target == Target::Octet ? octet_dynamic(n, data, scale, zp, bias)
+                                               : ort_dynamic(n, data, scale, zp, bias);
+    patch_.replace_uses(out, result);
+    for (Node* r : replaced) patch_.remove_node(r);
+    ++rewritten_uses_[w];
+    if (bias) ++rewritten_uses_[bias];
+    ++result_.dynamic_matmuls;
+    ++result_.weights;
+    record(q, out, result);
+  }
+
+  Value* octet_dynamic(Node* n, Value* data, Value* scale, Value* zp, Value* bias) {
+    Node* qm = patch_.add_node("QMatMul", {n->input(0), nullptr, nullptr, data, scale, zp, bias}, 1,
+                               {Attribute::make_string("dynamic_type", "uint8")}, "octet", n->name() + "_qmatmul");
+    return qm->output(0);
+  }
+
+  // DynamicQuantizeLinear -> MatMulInteger -> Cast -> * (x_scale * w_scale) [+ bias].
+  Value* ort_dynamic(Node* n, Value* data, Value* scale, Value* zp, Value* bias) {
+    const std::string base = n->name();
+    Node* dql = patch_.add_node("DynamicQuantizeLinear", {n->input(0)}, 3, {}, "", base + "_quantize_input");
+    Node* mmi = patch_.add_node("MatMulInteger", {dql->output(0), data, dql->output(2), zp}, 1, {}, "", base + "_matmul_integer");
+    Node* cast = patch_.add_node("Cast", {mmi->output(0)}, 1,
+                                 {Attribute::make_int("to", static_cast<int64_t>(DType::Float32))}, "", base + "_to_float");
+    Node* scales = patch_.add_node("Mul", {dql->output(1), scale}, 1, {}, "", base + "_scales");
+    Node* y = patch_.add_node("Mul", {cast->output(0), scales->output(0)}, 1, {}, "", base + "_dequantize");
+    if (!bias) return y->output(0);
+    return patch_.add_node("Add", {y->output(0), bias}, 1, {}, "", base + "_bias")->output(0);
+  }
+
+  void record(const QuantizedNode& q, Value* float_output, Value* quantized_output) {
+    result_.layers.push_back({q.node->name(), q.node->op_type(), q.kind, float_output->name(), quantized_output});
+  }
+
+  void skip(Node* n, std::string why) { result_.skipped.push_back({n, std::move(why)}); }
+
+  Graph& graph_;
+  GraphPatch patch_;
+  const ActivationTable& params_;
+  const QuantizeOptions& o_;
+  RewriteResult result_;
+  std::map<Value*, Value*> dequantized_;
+  std::map<Value*, int> rewritten_uses_;
+};
+
+}  // namespace
+
+QuantizedWeight quantize_weight(const Tensor& w, int axis, bool per_channel, const std::string& name) {
+  OCTET_ASSERT(w.dtype() == DType::Float32, "quantize_weight on ", w.describe());
+  const auto& shape = w.shape();
+  const float* x = w.data<float>();
+  const int64_t n = w.numel();
+  std::vector<float> scales;
+  int64_t channels = 1, inner = n;
+  if (per_channel) {
+    scales = weight_params_per_channel(x, shape, axis, DType::Int8, true, name).scales;
+    channels = shape[static_cast<size_t>(axis)];
+    inner = shape_numel(std::vector<int64_t>(shape.begin() + axis + 1, shape.end()));
+  } else {
+    scales = {weight_params_per_tensor(x, static_cast<size_t>(n), DType::Int8, true, name).scale};
+  }
+  // Element i belongs to channel (i / inner) % channels; symmetric int8 never uses -128.
+  QuantizedWeight q;
+  q.data = Tensor(DType::Int8, shape);
+  int8_t* out = q.data.mutable_data<int8_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::nearbyint(x[i] / scales[static_cast<size_t>((i / inner) % channels)]);
+    out[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+  }
+  if (per_channel) {
+    q.scale = Tensor::from_vector<float>({channels}, scales);
+    q.zero_point = Tensor(DType::Int8, {channels});
+  } else {
+    q.scale = Tensor::scalar<float>(scales[0]);
+    q.zero_point = Tensor::scalar<int8_t>(0);
+  }
+  return q;
+}
+
+RewriteResult write_quantized_graph(Graph& graph, const QuantizePlan& plan,
+                                    const ActivationTable& params, const QuantizeOptions& options) {
+  Rewriter rewriter(graph, params, options);
+  for (const QuantizedNode& q : plan.nodes) rewriter.rewrite(q);
+  return rewriter.finish();
+}
+
+}  // namespace octet::quant

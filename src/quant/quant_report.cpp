@@ -1,0 +1,149 @@
+#include "quant/quant_report.h"
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/macs.h"
+
+namespace octet::quant {
+namespace {
+
+bool from_dequantize(const Value* v) {
+  return v && v->producer() && v->producer()->op_type() == "DequantizeLinear" && v->producer()->domain().empty();
+}
+
+bool computes_in_int8(const Node& n) {
+  static const std::set<std::string> integer_ops = {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"};
+  if (n.domain() == "octet") return n.op_type() == "QMatMul" || n.op_type() == "QAttention";
+  if (!n.domain().empty()) return false;
+  if (integer_ops.count(n.op_type())) return true;
+  if (n.op_type() == "MatMul" || n.op_type() == "Gemm" || n.op_type() == "Conv")
+    return from_dequantize(n.input(0)) && from_dequantize(n.input(1));
+  return false;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string megabytes(uint64_t b) { return fmt("%.3f MB", static_cast<double>(b) / 1e6); }
+
+}  // namespace
+
+Coverage int8_coverage(const Graph& graph, const Bindings& bindings) {
+  Coverage c;
+  for (const Node* n : graph.nodes()) {
+    auto macs = node_macs(*n);
+    if (!macs) continue;
+    auto value = macs->evaluate(bindings);
+    if (!value || *value == 0) continue;
+    c.total_macs += *value;
+    if (computes_in_int8(*n)) c.int8_macs += *value;
+    else c.float_matmuls.push_back(n->describe() + ": " + std::to_string(*value) + " MACs");
+  }
+  return c;
+}
+
+uint64_t weight_bytes(const Graph& graph) {
+  uint64_t total = 0;
+  for (const Value* v : graph.initializers())
+    if (v->constant()) total += v->constant()->bytes();
+  return total;
+}
+
+nlohmann::json QuantizeReport::to_json() const {
+  using nlohmann::json;
+  json j;
+  j["model"] = model;
+  j["output"] = output;
+  j["options"] = {{"mode", mode_name(options.mode)},
+                  {"target", target_name(options.target)},
+                  {"calibration", calibration_name(options.calibration)},
+                  {"percentile", options.percentile},
+                  {"activation_type", dtype_name(options.activation_type)},
+                  {"per_channel_weights", options.per_channel_weights},
+                  {"attention", options.quantize_attention ? "int8" : "fp32"},
+                  {"embeddings", options.quantize_embeddings},
+                  {"exclude", std::vector<std::string>(options.exclude.begin(), options.exclude.end())}};
+  j["sizes"] = {{"float_file_bytes", float_file_bytes},
+                {"quantized_file_bytes", quantized_file_bytes},
+                {"file_ratio", float_file_bytes ? static_cast<double>(quantized_file_bytes) / static_cast<double>(float_file_bytes) : 0.0},
+                {"float_weight_bytes", float_weight_bytes},
+                {"quantized_weight_bytes", quantized_weight_bytes}};
+  j["coverage"] = {{"bindings", bindings},
+                   {"total_macs", coverage.total_macs},
+                   {"int8_macs", coverage.int8_macs},
+                   {"int8_share", coverage.share()},
+                   {"float_matmuls", coverage.float_matmuls}};
+  j["calibration"] = {{"source", calibration_source},
+                      {"samples", calibration_samples},
+                      {"eval_samples", eval_samples},
+                      {"eval_in_sample", eval_in_sample}};
+  json layers = json::array();
+  for (const LayerReport& l : this->layers) {
+    json e = {{"node", l.node}, {"op", l.op}, {"kind", l.kind}, {"output", l.output}};
+    e["sqnr_db"] = l.sqnr_db ? json(*l.sqnr_db) : json(nullptr);
+    e["macs"] = l.macs ? json(*l.macs) : json(nullptr);
+    layers.push_back(e);
+  }
+  j["layers"] = layers;
+  json skipped_json = json::array();
+  for (const SkippedReport& s : skipped) skipped_json.push_back({{"node", s.node}, {"op", s.op}, {"reason", s.reason}});
+  j["float_nodes"] = skipped_json;
+  json fid = json::array();
+  for (const OutputFidelity& f : fidelity) {
+    json e = {{"output", f.name}, {"cosine", f.cosine}, {"max_abs_error", f.max_abs_error}, {"samples", f.samples}};
+    e["top1_agreement"] = f.top1_agreement ? json(*f.top1_agreement) : json(nullptr);
+    fid.push_back(e);
+  }
+  j["fidelity"] = fid;
+  j["notes"] = notes;
+  j["seconds"] = seconds;
+  return j;
+}
+
+std::string QuantizeReport::to_text() const {
+  std::ostringstream o;
+  o << "quantized " << model << " -> " << output << " (" << mode_name(options.mode) << ", target "
+    << target_name(options.target) << ", " << (options.mode == Mode::Static ? calibration_name(options.calibration) : "no")
+    << " calibration)\n";
+  o << "  file     " << megabytes(float_file_bytes) << " -> " << megabytes(quantized_file_bytes);
+  if (float_file_bytes)
+    o << fmt(" (%.3fx)", static_cast<double>(quantized_file_bytes) / static_cast<double>(float_file_bytes));
+  o << "\n  weights  " << megabytes(float_weight_bytes) << " -> " << megabytes(quantized_weight_bytes) << "\n";
+  o << "  int8 MACs " << fmt("%.2f%%", 100 * coverage.share()) << " of " << coverage.total_macs << " (" << bindings << ")\n";
+  if (calibration_samples) o << "  calibration: " << calibration_samples << " samples from " << calibration_source << "\n";
+  if (!layers.empty()) {
+    o << "\n";
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-40s %-12s %-10s %10s\n", "layer", "op", "kind", "SQNR dB");
+    o << line;
+    for (const LayerReport& l : layers) {
+      std::snprintf(line, sizeof line, "  %-40.40s %-12.12s %-10s %10s\n", l.node.c_str(), l.op.c_str(), l.kind.c_str(),
+                    l.sqnr_db ? fmt("%.1f", *l.sqnr_db).c_str() : "-");
+      o << line;
+    }
+  }
+  if (!skipped.empty()) {
+    o << "\n  kept in float:\n";
+    for (const SkippedReport& s : skipped) o << "    " << s.node << " (" << s.op << "): " << s.reason << "\n";
+  }
+  if (!fidelity.empty()) {
+    o << "\n  fidelity against float on " << eval_samples << (eval_in_sample ? " calibration" : " held-out")
+      << " samples:\n";
+    for (const OutputFidelity& f : fidelity) {
+      o << "    " << f.name << ": cosine " << fmt("%.5f", f.cosine) << ", max abs error " << fmt("%.4g", f.max_abs_error);
+      if (f.top1_agreement) o << ", top-1 agreement " << fmt("%.1f%%", 100 * *f.top1_agreement);
+      o << "\n";
+    }
+  }
+  for (const std::string& n : notes) o << "  note: " << n << "\n";
+  return o.str();
+}
+
+}  // namespace octet::quant

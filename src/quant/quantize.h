@@ -1,0 +1,33 @@
+// `octet quantize` as a library call: load a float ONNX model, plan, calibrate (static),
+// rewrite to the target's quantized form, check it against the target profile, write it,
+// and measure what quantization cost (docs/quantization.md).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "ir/dim.h"
+#include "onnx/model_io.h"
+#include "quant/quant_report.h"
+#include "quant/quantize_options.h"
+
+namespace octet::quant {
+
+struct QuantizeJob {
+  std::filesystem::path model, output;  // the caller has checked that output may be written
+  QuantizeOptions options;
+  std::string calib;         // calibration samples (required in static mode); "" for none
+  size_t calib_samples = 0;  // use at most this many (0: all)
+  double holdout = 0.2;      // share of samples held out for the fidelity report
+  size_t sqnr_samples = 8;   // per-layer SQNR over at most this many calibration samples
+  Bindings dims;             // where to count MACs (default: the first sample's shapes)
+  SaveOptions save;
+  bool progress = true;  // a progress bar on stderr while calibrating and evaluating
+};
+
+// Writes job.output and returns the report. Every failure is an octet::Error naming the
+// file, node or option at fault; nothing is written when the graph breaks the target's rules.
+QuantizeReport quantize_model(const QuantizeJob& job);
+
+}  // namespace octet::quant

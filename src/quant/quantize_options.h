@@ -1,0 +1,40 @@
+// What `octet quantize` is asked to do: the options every part of src/quant/ reads.
+// Defaults are the ones docs/quantization.md describes (static uint8 activations, int8
+// per-channel symmetric weights, attention quantized, embeddings quantized).
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace octet::quant {
+
+enum class Mode { Static, Dynamic };
+enum class Target { Octet, Ort, TensorRT };
+enum class Calibration { MinMax, Percentile, Entropy, Mse };
+
+struct QuantizeOptions {
+  Mode mode = Mode::Static;
+  Target target = Target::Octet;
+  Calibration calibration = Calibration::MinMax;
+  double percentile = 99.99;  // Calibration::Percentile
+  // Activations: UInt8 asymmetric or Int8 symmetric (zero point 0).
+  DType activation_type = DType::UInt8;
+  bool per_channel_weights = true;  // false: one scale per weight tensor (--per-tensor)
+  bool quantize_attention = true;   // the activation x activation MatMuls (Q.K^T, P.V)
+  bool quantize_embeddings = true;  // Gather on a constant float table -> int8 rows
+  // Node names or op types kept in float (--exclude).
+  std::set<std::string> exclude;
+};
+
+const char* mode_name(Mode m);
+const char* target_name(Target t);
+const char* calibration_name(Calibration c);
+// Parse the CLI spellings ("static", "ort", "entropy"); throw octet::Error listing the
+// accepted values on anything else.
+Mode parse_mode(const std::string& s);
+Target parse_target(const std::string& s);
+Calibration parse_calibration(const std::string& s);
+
+}  // namespace octet::quant

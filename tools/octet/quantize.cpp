@@ -1,0 +1,145 @@
+// `octet quantize MODEL -o OUT`: post-training int8 quantization (src/quant/quantize.h),
+// with a report table on stdout (--json for the JSON form) and --report FILE.json.
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "quant/quantize.h"
+#include "quant/target_profile.h"
+
+namespace octet::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string model, out, mode, target = "octet", calib, calibration = "minmax", activation_type, attention = "int8",
+                                report;
+  std::vector<std::string> exclude, dims;
+  size_t calib_samples = 0, sqnr_samples = 8;
+  double percentile = 99.99, holdout = 0.2;
+  bool per_tensor = false, keep_embeddings = false, json = false, external_data = false, force = false,
+       quiet = false;
+};
+
+const char* kFooter = R"(WHAT GETS QUANTIZED
+  Every MatMul/Gemm/Conv with a constant weight: int8 weights, symmetric, one scale per
+  output channel (--per-tensor: one per tensor). The matmuls of attention whose both
+  inputs are activations (Q.K^T and softmax.V), unless --attention fp32. Embedding
+  tables (Gather on a constant) as int8 rows with a scale each. --exclude NAME|OPTYPE
+  keeps nodes in float (repeatable).
+
+MODES
+  static   activations get per-tensor scales from calibration (--calib required), uint8
+           asymmetric (default) or int8 symmetric (--activation-type int8)
+  dynamic  activations are quantized per row at run time; no calibration needed (the
+           default when --calib is not given). Attention and Conv stay float.
+
+CALIBRATION (--calib PATH)
+  PATH is a folder of .npz files (one sample each, keyed by input name), a folder of
+  <input>.npy files whose first axis indexes samples, ONNX test-data folders
+  (test_data_set_*/input_*.pb), or one .npz file. Samples are read one at a time;
+  observers keep fixed-size statistics. Methods: minmax, percentile (--percentile),
+  entropy (KL), mse. With 5 samples or more, the last --holdout share is kept out of
+  calibration and used for the fidelity report.
+
+TARGETS (--target)
+  octet     QDQ ONNX that octet runs with int8 kernels (octet.QMatMul in dynamic mode)
+  ort       standard ONNX onnxruntime runs with its int8 kernels (QDQ; dynamic mode as
+            DynamicQuantizeLinear + MatMulInteger)
+  tensorrt  static, symmetric int8 Q/DQ with constant scales and zero points 0; refuses
+            dynamic mode. The graph is checked against the target's rules before writing.
+
+REPORT
+  Sizes before/after, share of MACs in int8, per-layer SQNR against float on calibration
+  samples, end-output cosine / max abs error / top-1 agreement on held-out samples.
+
+OUT is never the input model; an existing OUT is replaced only with --force. The exit
+status is 0 on success and 1 for any error (one line on stderr).)";
+
+void quantize_command(const Options& o) {
+  quant::QuantizeJob job;
+  job.model = o.model;
+  job.output = o.out;
+  quant::QuantizeOptions& q = job.options;
+  q.mode = o.mode.empty() ? (o.calib.empty() ? quant::Mode::Dynamic : quant::Mode::Static) : quant::parse_mode(o.mode);
+  q.target = quant::parse_target(o.target);
+  q.calibration = quant::parse_calibration(o.calibration);
+  q.percentile = o.percentile;
+  if (o.percentile < 50 || o.percentile > 100) fail("--percentile must be in [50, 100], got ", o.percentile);
+  if (q.target == quant::Target::TensorRT) q.activation_type = DType::Int8;
+  if (!o.activation_type.empty()) {
+    if (o.activation_type == "uint8" || o.activation_type == "u8") q.activation_type = DType::UInt8;
+    else if (o.activation_type == "int8" || o.activation_type == "s8") q.activation_type = DType::Int8;
+    else fail("--activation-type must be uint8 or int8, got '", o.activation_type, "'");
+  }
+  if (o.attention != "int8" && o.attention != "fp32") fail("--attention must be int8 or fp32, got '", o.attention, "'");
+  q.quantize_attention = o.attention == "int8";
+  q.per_channel_weights = !o.per_tensor;
+  q.quantize_embeddings = !o.keep_embeddings;
+  q.exclude.insert(o.exclude.begin(), o.exclude.end());
+  quant::check_target_options(q, !o.activation_type.empty());
+  if (o.holdout < 0 || o.holdout >= 1) fail("--holdout must be in [0, 1), got ", o.holdout);
+
+  check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
+  job.calib = o.calib;
+  job.calib_samples = o.calib_samples;
+  job.holdout = o.holdout;
+  job.sqnr_samples = o.sqnr_samples;
+  job.dims = parse_dim_bindings(o.dims);
+  job.save.external_data = o.external_data;
+  job.progress = !o.quiet;
+
+  const quant::QuantizeReport report = quant::quantize_model(job);
+  const nlohmann::json j = report.to_json();
+  if (!o.report.empty()) {
+    std::ofstream f(o.report);
+    if (!f) fail(o.report, ": cannot write the report");
+    f << j.dump(2) << "\n";
+  }
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << report.to_text();
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize",
+      "Quantize a float ONNX model to int8 (static with calibration, or dynamic), write it\n"
+      "for a target runtime, and report size, int8 coverage and fidelity.");
+  cmd->add_option("model", opts->model, "Float ONNX model to read")->required();
+  cmd->add_option("-o,--output", opts->out, "Quantized ONNX file to write (required)")->type_name("OUT");
+  cmd->add_option("--mode", opts->mode, "static | dynamic (default: static with --calib, else dynamic)");
+  cmd->add_option("--target", opts->target, "octet | ort | tensorrt (default octet; see TARGETS)");
+  cmd->add_option("--calib", opts->calib, "Calibration samples (see CALIBRATION)")->type_name("PATH");
+  cmd->add_option("--calib-samples", opts->calib_samples, "Use at most N samples (default: all)")->type_name("N");
+  cmd->add_option("--calibration", opts->calibration, "minmax | percentile | entropy | mse (default minmax)");
+  cmd->add_option("--percentile", opts->percentile, "Percentile for --calibration percentile (default 99.99)");
+  cmd->add_option("--activation-type", opts->activation_type,
+                  "uint8 (asymmetric, default) | int8 (symmetric; forced by --target tensorrt)");
+  cmd->add_flag("--per-tensor", opts->per_tensor, "One weight scale per tensor instead of per output channel");
+  cmd->add_option("--attention", opts->attention, "int8 (default) | fp32: quantize attention's Q.K^T and P.V");
+  cmd->add_flag("--keep-embeddings", opts->keep_embeddings, "Leave embedding tables in float");
+  cmd->add_option("--exclude", opts->exclude, "Keep this node name or op type in float (repeatable)")
+      ->type_name("NODE|OPTYPE")
+      ->allow_extra_args(false);
+  cmd->add_option("--holdout", opts->holdout, "Share of samples held out for fidelity (default 0.2)");
+  cmd->add_option("--sqnr-samples", opts->sqnr_samples, "Samples for per-layer SQNR (default 8)")->type_name("N");
+  cmd->add_option("--dim", opts->dims, "Count MACs at these sizes, e.g. --dim batch=1 --dim seq=128")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
+  cmd->add_option("--report", opts->report, "Also write the report as JSON to this file")->type_name("FILE.json");
+  cmd->add_flag("--json", opts->json, "Print the report as JSON instead of a table");
+  cmd->add_flag("--external-data", opts->external_data, "Write large initializers to OUT.data");
+  cmd->add_flag("--force", opts->force, "Replace OUT if it exists (never the input model)");
+  cmd->add_flag("-q,--quiet", opts->quiet, "No progress bar on stderr");
+  cmd->footer(kFooter);
+  cmd->callback([opts] { quantize_command(*opts); });
+}
+
+}  // namespace octet::cli

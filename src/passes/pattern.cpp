@@ -1,5 +1,7 @@
 #include "passes/pattern.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 
@@ -143,6 +145,37 @@ void import_octet_domain(Graph& g) {
 bool onnx_opset_at_least(const Graph& g, int64_t version) {
   const int64_t v = g.opset_version("");
   return v == 0 || v >= version;
+}
+
+namespace {
+
+// Two optional one-element constants that hold the same number (or are both absent).
+bool same_scalar_constant(const Value* a, const Value* b) {
+  if (a == b) return true;
+  const Tensor* ta = constant_value(a);
+  const Tensor* tb = constant_value(b);
+  if (!ta || !tb || ta->dtype() != tb->dtype() || ta->numel() != 1 || tb->numel() != 1) return false;
+  return std::memcmp(ta->raw(), tb->raw(), ta->bytes()) == 0;
+}
+
+}  // namespace
+
+std::optional<FakeQuant> fake_quant_of(const Value* v) {
+  Node* dq = producer(v, "DequantizeLinear");
+  if (!dq) return std::nullopt;
+  Node* q = producer(dq->input(0), "QuantizeLinear");
+  if (!q || !q->input(0) || !q->input(0)->type.known() || q->input(0)->type.dtype != DType::Float32) return std::nullopt;
+  const Tensor* scale = constant_value(q->input(1));
+  if (!scale || scale->dtype() != DType::Float32 || scale->numel() != 1) return std::nullopt;
+  if (q->input(2)) {
+    const Tensor* zp = constant_value(q->input(2));
+    if (!zp || zp->numel() != 1 || (zp->dtype() != DType::UInt8 && zp->dtype() != DType::Int8)) return std::nullopt;
+  }
+  if (!same_scalar_constant(q->input(1), dq->input(1)) || !same_scalar_constant(q->input(2), dq->input(2)))
+    return std::nullopt;
+  // A saturate or output_dtype attribute (opset 19+/21+) would change the integer type.
+  if (q->has_attr("output_dtype") || q->has_attr("block_size")) return std::nullopt;
+  return FakeQuant{q->input(0), q->input(1), q->input(2), q, dq};
 }
 
 }  // namespace octet::passes

@@ -75,6 +75,19 @@ bool is_norm_param(const Value* p, const Value* x, int64_t k);
 // A tensor of `shape` filled with `v`, in float type `t`.
 Tensor filled(DType t, const std::vector<int64_t>& shape, double v);
 
+// A per-tensor fake quantization as quantizers write it: DequantizeLinear(QuantizeLinear(
+// x, s, z), s', z') with s/s' and z/z' the same one-element constants (same value or equal
+// contents), a float32 scale and a uint8/int8 zero point (absent on both: uint8 0).
+struct FakeQuant {
+  Value* x = nullptr;           // the float tensor quantized
+  Value* scale = nullptr;       // the QuantizeLinear's scale
+  Value* zero_point = nullptr;  // the QuantizeLinear's zero point; nullptr when absent
+  Node* quantize = nullptr;
+  Node* dequantize = nullptr;
+};
+// `v` as the output of such a pair, or nullopt.
+std::optional<FakeQuant> fake_quant_of(const Value* v);
+
 // Imports the octet domain (version 1) so the graph may hold the fused ops.
 void import_octet_domain(Graph& g);
 // True when the graph's ai.onnx opset is at least `version` (a graph that imports no

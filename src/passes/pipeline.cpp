@@ -82,11 +82,12 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   }
   if (options.level >= 2) {
     // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
+    // Quantized matmuls before MatMul+bias, which would otherwise take their bias Add.
     // Attention after the projections became octet.MatMulBias (its Q/K/V are their
     // outputs); the epilogue fusion last: it folds the Gelus and MatMulBias nodes the
     // others wrote.
-    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_matmul_bias(),
-                   fuse_attention(), fuse_matmul_epilogue()})
+    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_qdq_matmul(),
+                   fuse_matmul_bias(), fuse_attention(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }
   return Pipeline(std::move(list));

@@ -7,7 +7,10 @@
 // - results larger than options().fold_max_bytes (a ConstantOfShape or Tile must not
 //   blow up the file);
 // - random ops, Dropout (cleanup handles it), DequantizeLinear unless fold_dequantize
-//   (it would turn int8 weights back into float ones);
+//   (it would turn int8 weights back into float ones). At level 2, which prepares a
+//   graph for octet's runtime, a DequantizeLinear of a constant that no MatMul/Gemm reads
+//   is folded after all: no int8 kernel takes its readers (a Conv's weights, an
+//   embedding table), so dequantizing once at load beats dequantizing on every run;
 // - nodes with subgraphs; nodes producing a graph output (an initializer cannot be one
 //   under a second name) or a value a subgraph reads by name; ops without a reference
 //   kernel;
@@ -24,12 +27,21 @@
 namespace octet::passes {
 namespace {
 
+// A reader fuse_qdq_matmul may turn into an int8 matmul.
+bool read_by_int8_matmul(const Node& dq) {
+  for (const Use& u : dq.output(0)->uses())
+    if (is_op(u.node, "MatMul") || is_op(u.node, "Gemm")) return true;
+  return false;
+}
+
 bool excluded_op(const Node& n, const OptimizeOptions& options) {
   static const std::unordered_set<std::string> kRandom = {
       "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
       "Dropout"};
   if (kRandom.count(n.op_type())) return true;
-  if (n.op_type() == "DequantizeLinear" && !options.fold_dequantize) return true;
+  if (n.op_type() == "DequantizeLinear" && !options.fold_dequantize &&
+      (options.level < 2 || read_by_int8_matmul(n)))
+    return true;
   if (!n.implicit_inputs().empty()) return true;
   for (const Attribute& a : n.attributes())
     if (a.kind == Attribute::Kind::Graph || a.kind == Attribute::Kind::Graphs) return true;

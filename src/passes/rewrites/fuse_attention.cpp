@@ -1,4 +1,7 @@
 // Multi-head attention as exporters write it -> octet.Attention(Q, K, V [, mask]).
+// Quantized (Q/DQ pairs right before both inputs of Q.K^T and of P.V, as octet quantize
+// and onnxruntime's quantizer write them) -> octet.QAttention with those pairs' scales
+// and zero points (docs/quantization.md §2).
 //
 // Patterns (anchored at the Softmax; the matcher is fuse_attention_match.cpp):
 //   batch-first, per-head 4-D (HF BERT, GPT-2):
@@ -68,19 +71,39 @@ bool dying_readers(const attention::Match& m, std::vector<Node*>& dying) {
   return true;
 }
 
+// octet.QAttention's eight scale / zero-point inputs, in its order (q, k, v, p). An absent
+// zero point is ONNX's default, uint8 0, made explicit. Q's scale is divided by the
+// scaling the match moved into the `scale` attribute (q_prescale), since the fused op
+// quantizes Q before that scaling: round(c*q / s) and round(q / (s/c)) agree up to float
+// rounding, and the product keeps scale * (s/c) * q_int = s * q_int.
+void append_quant_params(GraphPatch& patch, const attention::Match& m, std::vector<Value*>& inputs) {
+  for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.v_quant, &m.p_quant}) {
+    Value* scale = f->scale;
+    if (f == &m.q_quant && m.q_prescale != 1.0) {
+      const float s = constant_value(scale)->data<float>()[0];
+      scale = patch.add_initializer(scale->name() + "_unscaled", Tensor::scalar<float>(static_cast<float>(s / m.q_prescale)));
+    }
+    Value* zp = f->zero_point ? f->zero_point : patch.add_initializer("attention_zero_point", Tensor::scalar<uint8_t>(0));
+    inputs.push_back(scale);
+    inputs.push_back(zp);
+  }
+}
+
 bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<Node*>& removed) {
   std::vector<Node*> dying;
   if (!dying_readers(m, dying)) return false;
   if (!m.keep_final_reshape && read_by_subgraph(m.final_reshape->output(0))) return false;
 
   GraphPatch patch = make_patch(g);
-  std::vector<Value*> inputs = {m.q, m.k, m.v};
-  if (m.mask) inputs.push_back(m.mask);
+  std::vector<Value*> inputs = {m.q, m.k, m.v, m.mask};
+  if (m.quantized) append_quant_params(patch, m, inputs);
+  else if (!m.mask) inputs.pop_back();
   std::vector<Attribute> attrs = {Attribute::make_int("num_heads", m.heads),
                                   Attribute::make_float("scale", static_cast<float>(m.scale)),
                                   Attribute::make_int("causal", m.causal ? 1 : 0)};
   if (m.seq_first) attrs.push_back(Attribute::make_int("seq_first", 1));
-  Node* fused = patch.add_node("Attention", inputs, 1, std::move(attrs), "octet", m.softmax->name() + "_attention");
+  Node* fused = patch.add_node(m.quantized ? "QAttention" : "Attention", inputs, 1, std::move(attrs), "octet",
+                               m.softmax->name() + "_attention");
   if (m.keep_final_reshape) {
     patch.set_input(m.final_reshape, 0, fused->output(0));
   } else {
@@ -91,7 +114,8 @@ bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<No
   for (Node* n : dying) patch.remove_node(n);
   if (!ctx.apply(patch)) return false;
   import_octet_domain(g);
-  ctx.count(std::string("octet.Attention(") + (m.causal ? "causal" : m.mask ? "mask" : "none") + ")");
+  ctx.count(std::string(m.quantized ? "octet.QAttention(" : "octet.Attention(") +
+            (m.causal ? "causal" : m.mask ? "mask" : "none") + ")");
   removed = m.nodes;
   removed.insert(removed.end(), dying.begin(), dying.end());
   return true;

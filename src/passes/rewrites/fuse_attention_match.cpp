@@ -165,6 +165,15 @@ bool scores_product(const Value* v) {
   return is_op(p, "MatMul");
 }
 
+// `v` through a fake quantization whose pair belongs to the chain alone (the quantized
+// value and the dequantized one each read once): the float tensor quantized, or nullptr.
+Value* through_fake_quant(Value* v, FakeQuant& fq) {
+  auto f = fake_quant_of(v);
+  if (!f || !single_use(v) || !single_use(f->quantize->output(0))) return nullptr;
+  fq = *f;
+  return f->x;
+}
+
 }  // namespace
 
 bool match(Node* sm, Match& m) {
@@ -212,22 +221,47 @@ bool match(Node* sm, Match& m) {
   if (!is_op(mm1, "MatMul") || !same_dims(mm1->output(0), scores)) return false;
   m.nodes.push_back(mm1);
 
-  // Q: maybe scaled before the product (nn.MultiheadAttention), then the head split.
+  // Quantized attention: fake quantizations right before both products.
   Value* qh = mm1->input(0);
+  Value* kh = mm1->input(1);
+  Node* p_consumer = sole_consumer(sm->output(0));
+  Value* probs = sm->output(0);
+  if (fake_quant_of(qh) || fake_quant_of(kh) || is_op(p_consumer, "QuantizeLinear")) {
+    m.quantized = true;
+    qh = through_fake_quant(qh, m.q_quant);
+    kh = through_fake_quant(kh, m.k_quant);
+    Value* dq_probs = nullptr;  // Softmax -> QuantizeLinear -> DequantizeLinear -> P.V
+    if (is_op(p_consumer, "QuantizeLinear"))
+      if (Node* dq = sole_consumer(p_consumer->output(0))) dq_probs = dq->output(0);
+    if (!qh || !kh || !dq_probs || through_fake_quant(dq_probs, m.p_quant) != probs) return false;
+    probs = dq_probs;
+    for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.p_quant}) {
+      m.nodes.push_back(f->quantize);
+      m.nodes.push_back(f->dequantize);
+    }
+  }
+  // Q: maybe scaled before the product (nn.MultiheadAttention), then the head split.
   if (auto s = scaling(qh->producer())) {
     m.scale *= s->factor;
+    m.q_prescale = s->factor;
     m.nodes.push_back(qh->producer());
     qh = s->x;
   }
   const std::vector<int64_t> qv_perm = seq_first ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 2, 1, 3};
   const std::vector<int64_t> k_perm = seq_first ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{0, 2, 3, 1};
   auto q = head_split(qh, qv_perm, seq_first);
-  auto k = head_split(mm1->input(1), k_perm, seq_first);
+  auto k = head_split(kh, k_perm, seq_first);
 
-  // Forwards: Softmax -> MatMul(., V) -> Transpose -> Reshape.
-  Node* mm2 = sole_consumer(sm->output(0));
-  if (!is_op(mm2, "MatMul") || mm2->input(0) != sm->output(0)) return false;
-  auto v = head_split(mm2->input(1), qv_perm, seq_first);
+  // Forwards: Softmax [-> Q/DQ] -> MatMul(., V) -> Transpose -> Reshape.
+  Node* mm2 = sole_consumer(probs);
+  if (!is_op(mm2, "MatMul") || mm2->input(0) != probs) return false;
+  Value* vh = mm2->input(1);
+  if (m.quantized) {
+    if (!(vh = through_fake_quant(vh, m.v_quant))) return false;
+    m.nodes.push_back(m.v_quant.quantize);
+    m.nodes.push_back(m.v_quant.dequantize);
+  }
+  auto v = head_split(vh, qv_perm, seq_first);
   if (!q || !k || !v) return false;
   if (q->reshape == k->reshape || q->reshape == v->reshape || k->reshape == v->reshape) return false;
   if (q->heads != k->heads || q->heads != v->heads || q->size != k->size) return false;

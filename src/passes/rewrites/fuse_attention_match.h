@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/pattern.h"
 
 namespace octet::passes::attention {
 
@@ -22,6 +23,13 @@ struct Match {
   // swallowed and its output replaced; otherwise (seq_first: [S*B, E]) it stays and reads Y.
   Node* final_reshape = nullptr;
   bool keep_final_reshape = false;
+  // Quantized attention (docs/quantization.md, octet.QAttention): per-tensor fake
+  // quantizations on both inputs of Q.K^T and of P.V, all four or none. Q's is of Q after
+  // any scaling the match folded into `scale`; q_prescale is that factor, which divides
+  // Q's quantization scale when the fused op quantizes the unscaled Q.
+  bool quantized = false;
+  FakeQuant q_quant, k_quant, v_quant, p_quant;
+  double q_prescale = 1;
   // Every node of the chain (a kept final Reshape excluded). The pass checks that their
   // results have no reader outside the chain except shape computations that die with it.
   std::vector<Node*> nodes;

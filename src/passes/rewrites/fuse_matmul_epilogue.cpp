@@ -1,5 +1,7 @@
 // octet.MatMulBias -> Gelu                 -> octet.MatMulBias activation="gelu"|"gelu_tanh"
 // octet.MatMulBias -> Add(., residual)     -> octet.MatMulBias(A, B, bias, residual)
+// The same for octet.QMatMul (the int8 matmul, docs/quantization.md), whose residual is
+// its input 7: both ops define one epilogue, bias then activation then residual.
 //
 // Why: the FFN of every BERT/GPT-2/ViT block is Linear -> GeLU, and each block's output
 // projection is Linear -> Add(skip connection). Folded into the MatMulBias, the optimized
@@ -13,6 +15,8 @@
 // has the output's type and exactly its dims (structurally equal, known rank): the Add
 // then never broadcasts, so the fused op keeps the Add's output shape by construction.
 // Gelu is octet.Gelu (fuse_gelu_erf/tanh write it) or ai.onnx Gelu (opset 20).
+#include <algorithm>
+
 #include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/rewrites.h"
@@ -20,7 +24,13 @@
 namespace octet::passes {
 namespace {
 
-bool is_matmul_bias(const Node* n) { return n && n->domain() == "octet" && n->op_type() == "MatMulBias"; }
+// The input slot of the residual for the fused matmuls that have an epilogue; -1 otherwise.
+int residual_slot(const Node* n) {
+  if (!n || n->domain() != "octet") return -1;
+  if (n->op_type() == "MatMulBias") return 3;
+  if (n->op_type() == "QMatMul") return 7;
+  return -1;
+}
 
 bool is_gelu(const Node* n) {
   return n && n->op_type() == "Gelu" && (n->domain() == "octet" || n->domain().empty());
@@ -38,7 +48,7 @@ bool match(Node* mmb, Match& m) {
   Node* next = sole_consumer(y);
   if (!next || !y->type.known()) return false;
   const std::string act = mmb->attr_string("activation", "");
-  const bool has_residual = mmb->input(3) != nullptr;
+  const bool has_residual = mmb->input(static_cast<size_t>(residual_slot(mmb))) != nullptr;
   if (is_gelu(next)) {
     if (!act.empty() || has_residual) return false;
     const std::string approx = next->attr_string("approximate", "none");
@@ -60,25 +70,31 @@ bool match(Node* mmb, Match& m) {
 
 bool apply(Graph& g, PassContext& ctx, const Match& m) {
   GraphPatch patch = make_patch(g);
-  std::vector<Value*> inputs = {m.mmb->input(0), m.mmb->input(1), m.mmb->input(2),
-                                m.residual ? m.residual : m.mmb->input(3)};
-  if (!inputs[3]) inputs.pop_back();
+  const size_t slot = static_cast<size_t>(residual_slot(m.mmb));
+  std::vector<Value*> inputs = m.mmb->inputs();
+  if (m.residual) {
+    inputs.resize(std::max(inputs.size(), slot + 1), nullptr);
+    inputs[slot] = m.residual;
+  }
   std::vector<Attribute> attrs;
+  for (const Attribute& a : m.mmb->attributes())
+    if (a.name != "activation") attrs.push_back(a);
   if (!m.activation.empty()) attrs.push_back(Attribute::make_string("activation", m.activation));
-  Node* fused = patch.add_node("MatMulBias", inputs, 1, std::move(attrs), "octet",
+  Node* fused = patch.add_node(m.mmb->op_type(), inputs, 1, std::move(attrs), "octet",
                                m.mmb->name() + (m.residual ? "_residual" : "_gelu"));
   patch.replace_uses(m.consumer->output(0), fused->output(0));
   patch.remove_node(m.mmb);
   patch.remove_node(m.consumer);
   if (!ctx.apply(patch)) return false;
-  ctx.count(m.residual ? "octet.MatMulBias+residual" : "octet.MatMulBias+" + m.activation);
+  const std::string op = "octet." + m.mmb->op_type();
+  ctx.count(m.residual ? op + "+residual" : op + "+" + m.activation);
   return true;
 }
 
 bool run(Graph& g, PassContext& ctx) {
   RemovedNodes removed;
   for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_matmul_bias(n)) continue;
+    if (removed.contains(n) || residual_slot(n) < 0) continue;
     Match m;
     if (match(n, m) && !removed.contains(m.consumer) && apply(g, ctx, m)) removed.add({m.mmb, m.consumer});
   }

@@ -3,6 +3,7 @@
 // the reference kernel. See dnnl_qmatmul.h.
 #include "kernels/cpu/dnnl_qmatmul.h"
 
+#include "kernels/cpu/quant_ops.h"
 #include "kernels/cpu/simd_kernels.h"
 
 namespace octet::dnnl_cpu {
@@ -11,6 +12,7 @@ namespace {
 // The reference kernel, reading B unpacked from the state (the graph's copy may be gone).
 void run_reference(KernelContext& ctx, const QMatMulState& state) {
   state.count_reference_run();
+  cpu::count_int8_reference_run();
   const Tensor b = state.gemm().unpack();
   run_reference_kernel(ctx, 3, &b);
 }

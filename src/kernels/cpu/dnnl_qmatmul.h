@@ -91,5 +91,7 @@ class QMatMulState : public KernelState {
 
 // Registers octet.QMatMul.
 void register_qmatmul(KernelRegistry& r);
+// Registers ai.onnx MatMulInteger and QLinearMatMul (dnnl_qgemm_onnx.cpp).
+void register_qgemm_onnx(KernelRegistry& r);
 
 }  // namespace octet::dnnl_cpu

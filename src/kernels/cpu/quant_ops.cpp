@@ -1,10 +1,17 @@
 #include "kernels/cpu/quant_ops.h"
 
 #include <array>
+#include <atomic>
 
 #include "octet/error.h"
 
 namespace octet::cpu {
+namespace {
+std::atomic<int64_t> reference_runs{0};
+}  // namespace
+
+int64_t int8_reference_runs() { return reference_runs.load(); }
+void count_int8_reference_run() { ++reference_runs; }
 
 const QuantTable& quant_table(IsaLevel level) {
   // Built once, like vec_table(): each level starts from the one below.

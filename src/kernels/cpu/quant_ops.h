@@ -14,7 +14,19 @@
 #include "kernels/cpu/simd/quant_table.h"
 #include "kernels/dispatch/cpu_features.h"
 
+namespace octet {
+class KernelRegistry;
+}
+
 namespace octet::cpu {
+
+// Registers QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (cpu_quantize.cpp).
+void register_cpu_quantize(KernelRegistry& r);
+
+// Runs that an int8 kernel (these, octet.QMatMul, MatMulInteger, QLinearMatMul) handed to
+// the reference kernel at run time, process-wide: tests check that a path ran optimized.
+int64_t int8_reference_runs();
+void count_int8_reference_run();
 
 const QuantTable& quant_table(IsaLevel level);
 inline const QuantTable& quant_ops() { return quant_table(active_isa()); }

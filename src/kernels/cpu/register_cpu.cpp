@@ -3,6 +3,7 @@
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/dnnl_qmatmul.h"
+#include "kernels/cpu/quant_ops.h"
 #include "kernels/cpu/simd_kernels.h"
 
 namespace octet {
@@ -12,6 +13,8 @@ void register_cpu_kernels(KernelRegistry& r) {
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
   dnnl_cpu::register_conv(r);         // Conv, float32 1-D/2-D/3-D (oneDNN)
   dnnl_cpu::register_qmatmul(r);      // octet.QMatMul (oneDNN int8)
+  dnnl_cpu::register_qgemm_onnx(r);   // MatMulInteger, QLinearMatMul (oneDNN int8)
+  cpu::register_cpu_quantize(r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
   register_cpu_attention(r);          // octet.Attention
   cpu::register_cpu_data_movement(r); // Transpose, Slice, Concat, Split, Gather (any byte-sized dtype)
 }

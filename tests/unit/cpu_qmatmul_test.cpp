@@ -206,6 +206,30 @@ TEST(CpuQMatMul, ConcurrentRunsOnOneSession) {
   }
 }
 
+// The order dnnl_qmatmul_state.cpp relies on when it folds za and the bias into oneDNN's
+// bias: oneDNN 2.6 computes an int8 matmul as scale * (acc + bias), not scale * acc + bias
+// (oneDNN 3 changed this). A new oneDNN that reorders them fails here first.
+TEST(CpuQMatMul, OneDnnAddsTheInt8BiasBeforeTheOutputScales) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  std::vector<uint8_t> a = {1, 1, 1, 1};
+  std::vector<int8_t> b = {1, 2, 1, 2, 1, 2, 1, 2};  // acc = [4, 8]
+  std::vector<float> bias = {10, 100}, y(2);
+  const dnnl::memory::desc ad({1, 4}, dt::u8, tag::ab), bd({4, 2}, dt::s8, tag::ab), biasd({1, 2}, dt::f32, tag::ab),
+      yd({1, 2}, dt::f32, tag::ab);
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(1 << 1, {0.5f, 0.25f});
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, biasd, yd), attr, dnnl_cpu::engine());
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, dnnl_cpu::wrap(ad, a.data())},
+                                                {DNNL_ARG_WEIGHTS, dnnl_cpu::wrap(bd, b.data())},
+                                                {DNNL_ARG_BIAS, dnnl_cpu::wrap(biasd, bias.data())},
+                                                {DNNL_ARG_DST, dnnl_cpu::wrap(yd, y.data())}};
+  dnnl_cpu::run_primitive(dnnl::matmul(pd), pd.scratchpad_desc(), args);
+  EXPECT_EQ(y, (std::vector<float>{0.5f * (4 + 10), 0.25f * (8 + 100)})) << dnnl_cpu::impl_name(pd);
+  std::cout << "[ int8     ] " << isa_name(dnnl_cpu::engine_isa()) << ": " << dnnl_cpu::impl_name(pd)
+            << ", u8 x s8 products " << (dnnl_cpu::int8_gemm_exact() ? "exact" : "saturate (A runs split)") << "\n";
+}
+
 // Each ISA level in a process of its own.
 TEST(CpuQMatMulIsa, EveryLevelInAChildProcess) {
   testing::expect_child_runs_pass_at_every_isa("CpuQMatMul.*:CpuQuantOnnx.*", "cpu_qmatmul_isa");

@@ -189,7 +189,7 @@ bool Int8Gemm::raw_sums(const KernelContext& ctx, const uint8_t* a, int64_t m, c
 
 std::vector<std::string> Int8Gemm::implementations() const {
   std::vector<std::string> out;
-  cache_.for_each([&](const Entry& e) { out.push_back(e.usable ? e.impl : "octet reference"); });
+  cache_.for_each([&](const Entry& e) { out.push_back(e.usable ? e.impl + (e.uses_packed ? "" : " (plain B)") : "octet reference"); });
   return out;
 }
 

@@ -158,7 +158,7 @@ void QMatMulState::run_fused(const KernelContext& ctx, const Int8Gemm::Entry& en
 
 std::vector<std::string> QMatMulState::implementations() const {
   std::vector<std::string> out = gemm_->implementations();
-  fused_cache_.for_each([&](const Int8Gemm::Entry& e) { out.push_back(e.usable ? e.impl : "octet reference"); });
+  fused_cache_.for_each([&](const Int8Gemm::Entry& e) { out.push_back(e.usable ? e.impl + (e.uses_packed ? "" : " (plain B)") : "octet reference"); });
   return out;
 }
 

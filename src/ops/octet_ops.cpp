@@ -14,6 +14,7 @@
 //       changing it (fuse_matmul_epilogue writes only residuals of Y's exact shape).
 //   octet.RMSNormalization(X, scale) axis, epsilon, stash_type
 //       ONNX RMSNormalization (opset 23), for models whose opset predates it.
+//   octet.QMatMul: the int8 Linear layer, in octet_quant_ops.cpp (docs/quantization.md).
 //
 // Each rule reuses the ai.onnx rule it extends, so the fused op can never disagree with
 // the ops it replaces about shapes.
@@ -81,6 +82,7 @@ void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "MatMulBias", infer_matmul_bias});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
   register_octet_attention_op(r);
+  register_octet_quant_ops(r);
 }
 
 }  // namespace octet

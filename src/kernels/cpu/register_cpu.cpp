@@ -2,6 +2,8 @@
 #include "kernels/cpu/cpu_data_movement.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/dnnl_matmul.h"
+#include "kernels/cpu/dnnl_qmatmul.h"
+#include "kernels/cpu/quant_ops.h"
 #include "kernels/cpu/simd_kernels.h"
 
 namespace octet {
@@ -10,6 +12,9 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_cpu_simd_kernels(r);  // softmax, norms, GeLU, unary and binary elementwise
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
   dnnl_cpu::register_conv(r);         // Conv, float32 1-D/2-D/3-D (oneDNN)
+  dnnl_cpu::register_qmatmul(r);      // octet.QMatMul (oneDNN int8)
+  dnnl_cpu::register_qgemm_onnx(r);   // MatMulInteger, QLinearMatMul (oneDNN int8)
+  cpu::register_cpu_quantize(r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
   register_cpu_attention(r);          // octet.Attention
   cpu::register_cpu_data_movement(r); // Transpose, Slice, Concat, Split, Gather (any byte-sized dtype)
 }

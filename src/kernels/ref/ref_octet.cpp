@@ -10,19 +10,11 @@
 #include "kernels/kernel.h"
 #include "kernels/ref/ref_families.h"
 #include "kernels/ref/ref_math_dtype.h"
+#include "kernels/ref/ref_octet_epilogue.h"
 
 namespace octet {
+namespace ref {
 namespace {
-
-KernelFn onnx_kernel(const char* op) {
-  KernelFn fn = KernelRegistry::reference().find("", op);
-  OCTET_ASSERT(fn, "no reference kernel for ai.onnx ", op);
-  return fn;
-}
-
-void gelu_kernel(KernelContext& ctx) { onnx_kernel("Gelu")(ctx); }
-
-void rms_norm_kernel(KernelContext& ctx) { onnx_kernel("RMSNormalization")(ctx); }
 
 // The ONNX Gelu kernel reads `approximate` from its node, so the epilogue runs it on a
 // node of its own: one per mode, in a graph that lives as long as the process.
@@ -38,12 +30,31 @@ const Node& gelu_node(bool tanh) {
   return *g->nodes()[tanh ? 1 : 0];
 }
 
-// Runs the ai.onnx kernel `op` on `inputs` under `node`'s name; returns its output.
-Tensor run_onnx(const char* op, const Node& node, std::vector<const Tensor*> inputs) {
+}  // namespace
+
+Tensor run_onnx_kernel(const char* op, const Node& node, std::vector<const Tensor*> inputs) {
+  KernelFn fn = KernelRegistry::reference().find("", op);
+  OCTET_ASSERT(fn, "no reference kernel for ai.onnx ", op);
   KernelContext sub(node, std::move(inputs));
-  onnx_kernel(op)(sub);
+  fn(sub);
   return std::move(sub.outputs()[0]);
 }
+
+Tensor gelu_epilogue(const Tensor& y, bool tanh) { return run_onnx_kernel("Gelu", gelu_node(tanh), {&y}); }
+
+}  // namespace ref
+
+namespace {
+
+KernelFn onnx_kernel(const char* op) {
+  KernelFn fn = KernelRegistry::reference().find("", op);
+  OCTET_ASSERT(fn, "no reference kernel for ai.onnx ", op);
+  return fn;
+}
+
+void gelu_kernel(KernelContext& ctx) { onnx_kernel("Gelu")(ctx); }
+
+void rms_norm_kernel(KernelContext& ctx) { onnx_kernel("RMSNormalization")(ctx); }
 
 void matmul_bias_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
@@ -59,7 +70,7 @@ void matmul_bias_kernel(KernelContext& ctx) {
     ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
   const Tensor* residual = ctx.optional_input(3);
 
-  Tensor y = run_onnx("MatMul", ctx.node(), {&a, &b});
+  Tensor y = ref::run_onnx_kernel("MatMul", ctx.node(), {&a, &b});
   ref::dispatch<ref::FloatTypes>(ctx, a.dtype(), "A", [&](auto tag) {
     using S = typename decltype(tag)::type;
     S* out = ref::data_as<S>(y);
@@ -68,10 +79,10 @@ void matmul_bias_kernel(KernelContext& ctx) {
     for (int64_t i = 0; i < count; ++i)
       out[i] = ref::store<S>(ref::load(out[i]) + ref::load(pb[i % n]));
   });
-  if (!act.empty()) y = run_onnx("Gelu", gelu_node(act == "gelu_tanh"), {&y});
+  if (!act.empty()) y = ref::gelu_epilogue(y, act == "gelu_tanh");
   if (residual) {
     if (residual->dtype() != a.dtype()) ctx.fail("residual is ", residual->describe(), " but A is ", a.describe());
-    Tensor sum = run_onnx("Add", ctx.node(), {&y, residual});
+    Tensor sum = ref::run_onnx_kernel("Add", ctx.node(), {&y, residual});
     if (sum.shape() != y.shape())
       ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
     y = std::move(sum);
@@ -86,6 +97,7 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "MatMulBias", matmul_bias_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
   register_ref_attention(r);
+  register_ref_octet_quant(r);
 }
 
 }  // namespace octet

@@ -1,0 +1,72 @@
+// The octet.QMatMul kernel: checks the run's tensors against what the state was built for,
+// quantizes A, and runs the fused primitive or raw sums + epilogue; anything else goes to
+// the reference kernel. See dnnl_qmatmul.h.
+#include "kernels/cpu/dnnl_qmatmul.h"
+
+#include "kernels/cpu/quant_ops.h"
+#include "kernels/cpu/simd_kernels.h"
+
+namespace octet::dnnl_cpu {
+namespace {
+
+// The reference kernel, reading B unpacked from the state (the graph's copy may be gone).
+void run_reference(KernelContext& ctx, const QMatMulState& state) {
+  state.count_reference_run();
+  cpu::count_int8_reference_run();
+  const Tensor b = state.gemm().unpack();
+  run_reference_kernel(ctx, 3, &b);
+}
+
+void qmatmul_kernel(KernelContext& ctx) {
+  const auto& state = ctx.state_as<QMatMulState>();
+  const Tensor& a = ctx.input(0);
+  const int64_t k = state.k(), n = state.n();
+  if (a.dtype() != DType::Float32 || a.rank() < 1 || a.shape().back() != k || a.numel() == 0 || n == 0)
+    return run_reference(ctx, state);  // empty, or not what inference promised: its errors
+  std::vector<int64_t> out_shape = a.shape();
+  out_shape.back() = n;
+  const float* residual = nullptr;
+  if (state.has_residual()) {
+    const Tensor* r = ctx.optional_input(7);
+    if (!r || r->dtype() != DType::Float32 || r->shape() != out_shape) return run_reference(ctx, state);
+    residual = r->data<float>();
+  }
+  const int64_t m = a.numel() / k;
+
+  uint8_t* qa = thread_scratch_as<uint8_t>(Scratch::QuantizedA, m * k);
+  float* sa = thread_scratch_as<float>(Scratch::RowScales, m);
+  int32_t* za = thread_scratch_as<int32_t>(Scratch::RowZeros, m);
+  const float* pa = a.data<float>();
+  cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.quantize_rows(pa, begin, end, qa, sa, za); });
+
+  if (state.fused()) {
+    auto entry = state.fused_primitive(m, ctx.threads());
+    if (!entry) return run_reference(ctx, state);
+    Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
+    state.run_fused(ctx, *entry, qa, m, residual, y.mutable_data<float>());
+    return;
+  }
+  int32_t* sums = thread_scratch_as<int32_t>(Scratch::Sums, m * n);
+  if (!state.gemm().raw_sums(ctx, qa, m, nullptr, sums)) return run_reference(ctx, state);
+  Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
+  float* py = y.mutable_data<float>();
+  cpu::parallel_ranges(ctx, m, m * n,
+                       [&](int64_t begin, int64_t end) { state.epilogue_rows(sums, sa, za, residual, begin, end, py); });
+}
+
+bool prepare_qmatmul(const Node& node, std::unique_ptr<KernelState>& state) {
+  try {
+    std::unique_ptr<QMatMulState> s = QMatMulState::create(node);
+    if (!s) return false;
+    state = std::move(s);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;  // oneDNN could not even pack B: the reference kernel takes the node
+  }
+}
+
+}  // namespace
+
+void register_qmatmul(KernelRegistry& r) { r.add("octet", "QMatMul", KernelDef{qmatmul_kernel, prepare_qmatmul}); }
+
+}  // namespace octet::dnnl_cpu

@@ -1,0 +1,97 @@
+// octet.QMatMul (docs/quantization.md §2) on oneDNN's int8 matmul.
+//
+// At session creation (QMatMulState): B, b_scale, b_zero_point, bias and (static) a_scale,
+// a_zero_point must be constants, and b_zero_point zero; anything else stays with the
+// reference kernel. B goes into an Int8Gemm (packed once, column sums), so the state owns
+// it (owns_input(3)): runs never read the graph's copy.
+//
+// Each run quantizes A in one vectorized pass into a uint8 scratch [M, K] (an int8
+// activation is shifted by +128, see dnnl_int8_gemm.h), per row in dynamic mode (the
+// row's range, parameters and quantization while it is in cache), then:
+// - static, where oneDNN's int8 product is exact: one fused primitive. oneDNN 2.6 adds the
+//   bias before the output scales (dst = scale * (acc + bias), measured on brgemm VNNI
+//   and AMX and on gemm:jit), so the bias it gets is in accumulator units and folds the
+//   activation zero point in: bias'[n] = bias[n] / (sa sb[n]) - za colsum_B[n], scales
+//   sa sb[n] per column (or one), then GeLU as an eltwise post-op and the residual as a
+//   binary add post-op, as the fp32 kernel does;
+// - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
+//   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
+//   (the zero-point correction is exact integer arithmetic, so no cancellation), the
+//   vectorized GeLU and the residual add of vec_ops.h.
+// Primitives are cached per (M, threads). Empty tensors, inputs that differ from what
+// inference promised, and shapes oneDNN only has a reference implementation for go to
+// the reference kernel (with B unpacked from the state).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/dnnl_int8_gemm.h"
+#include "kernels/cpu/dnnl_matmul.h"
+#include "kernels/kernel.h"
+
+namespace octet::dnnl_cpu {
+
+class QMatMulState : public KernelState {
+ public:
+  // nullptr when the node needs the reference kernel (see above). Throws dnnl::error on
+  // oneDNN failures.
+  static std::unique_ptr<QMatMulState> create(const Node& node);
+
+  bool owns_input(size_t i) const override { return i == 3; }
+
+  bool is_static() const { return static_; }
+  // True when static runs use the one fused primitive (else raw sums + epilogue).
+  bool fused() const { return fused_; }
+  const Int8Gemm& gemm() const { return *gemm_; }
+  int64_t k() const { return gemm_->k(); }
+  int64_t n() const { return gemm_->n(); }
+  Activation activation() const { return activation_; }
+  bool has_residual() const { return residual_; }
+
+  // Quantizes rows [begin, end) of A [M, K] into qa (uint8), with each row's scale and
+  // zero point (uint8 domain) in sa / za.
+  void quantize_rows(const float* a, int64_t begin, int64_t end, uint8_t* qa, float* sa, int32_t* za) const;
+  // Rows [begin, end) of the output from raw sums: scale, bias, activation, residual.
+  void epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual, int64_t begin,
+                     int64_t end, float* y) const;
+  // The fused static primitive for M rows at `threads` (cached); nullptr when unusable.
+  std::shared_ptr<const Int8Gemm::Entry> fused_primitive(int64_t m, int threads) const;
+  // Runs it: qa [M, K] -> y [M, N], with the residual [M, N] when the node has one.
+  void run_fused(const KernelContext& ctx, const Int8Gemm::Entry& entry, const uint8_t* qa, int64_t m,
+                 const float* residual, float* y) const;
+
+  // Reference runs so far, and the oneDNN implementations cached (tests, reports).
+  void count_reference_run() const { ++reference_runs_; }
+  int64_t reference_runs() const { return reference_runs_.load(); }
+  std::vector<std::string> implementations() const;
+  int64_t primitives_created() const { return fused_cache_.created() + gemm_->primitives_created(); }
+
+ private:
+  QMatMulState() = default;
+
+  std::unique_ptr<Int8Gemm> gemm_;
+  bool static_ = true;
+  bool int8_activation_ = false;  // static: a_zero_point is int8; dynamic: dynamic_type int8
+  float sa_ = 1;                  // static a_scale
+  int32_t za_ = 0;                // static a_zero_point, uint8 domain (+128 for int8)
+  std::vector<float> sb_;         // b_scale per column
+  std::vector<float> bias_;       // empty: none
+  Activation activation_ = Activation::None;
+  bool residual_ = false;
+  // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.
+  bool fused_ = false;
+  bool per_column_ = false;
+  std::vector<float> scales_, bias_acc_;
+  PrimitiveCache<Int8Gemm::Entry> fused_cache_;
+  mutable std::atomic<int64_t> reference_runs_{0};
+};
+
+// Registers octet.QMatMul.
+void register_qmatmul(KernelRegistry& r);
+// Registers ai.onnx MatMulInteger and QLinearMatMul (dnnl_qgemm_onnx.cpp).
+void register_qgemm_onnx(KernelRegistry& r);
+
+}  // namespace octet::dnnl_cpu

@@ -1,0 +1,165 @@
+// QMatMulState: what a QMatMul node fixes at session creation (B packed, scales, the
+// folded bias), the quantization pass, the epilogue and the fused primitive. See
+// dnnl_qmatmul.h for which path runs when.
+#include <cmath>
+
+#include "kernels/cpu/dnnl_qmatmul.h"
+#include "kernels/cpu/quant_ops.h"
+#include "kernels/cpu/vec_ops.h"
+
+namespace octet::dnnl_cpu {
+namespace {
+
+// Input i's data when it is a constant the session cannot override.
+const Tensor* constant_input(const Node& node, size_t i) {
+  const Value* v = node.input(i);
+  return v && v->constant() && !v->is_graph_input() ? v->constant().get() : nullptr;
+}
+
+bool one_element(const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }
+
+}  // namespace
+
+std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
+  std::unique_ptr<QMatMulState> s(new QMatMulState());
+  const Value* a = node.input(0);
+  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 8) return nullptr;
+  const Tensor* b = constant_input(node, 3);
+  if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
+  const int64_t k = b->shape()[0], n = b->shape()[1];
+  if (k > kMaxInt8K) return nullptr;  // sums could leave int32
+
+  // Weights: b_scale per tensor or per column; a zero point must be 0 (the folded bias
+  // and the epilogue assume symmetric weights; the quantizer writes nothing else).
+  const Tensor* sb = constant_input(node, 4);
+  if (!sb || sb->dtype() != DType::Float32 || sb->rank() > 1 || (sb->numel() != 1 && sb->numel() != n)) return nullptr;
+  s->per_column_ = sb->numel() != 1;
+  for (int64_t i = 0; i < n; ++i) s->sb_.push_back(sb->data<float>()[s->per_column_ ? i : 0]);
+  if (node.input(5)) {
+    const Tensor* zb = constant_input(node, 5);
+    if (!zb || zb->dtype() != DType::Int8 || zb->numel() != sb->numel()) return nullptr;
+    for (int64_t i = 0; i < zb->numel(); ++i)
+      if (zb->data<int8_t>()[i] != 0) return nullptr;
+  }
+  if (node.input(6)) {
+    const Tensor* bias = constant_input(node, 6);
+    if (!bias || bias->dtype() != DType::Float32 || bias->rank() != 1 || bias->numel() != n) return nullptr;
+    s->bias_.assign(bias->data<float>(), bias->data<float>() + n);
+  }
+  if (node.input(7)) {
+    if (node.input(7)->type.dtype != DType::Float32) return nullptr;
+    s->residual_ = true;
+  }
+  const std::string act = node.attr_string("activation", "");
+  if (act == "gelu") s->activation_ = Activation::GeluErf;
+  else if (act == "gelu_tanh") s->activation_ = Activation::GeluTanh;
+  else if (!act.empty()) return nullptr;  // the reference kernel reports it
+
+  // Activations: static parameters are constants; dynamic nodes name their type.
+  s->static_ = node.input(1) != nullptr;
+  if (s->static_) {
+    const Tensor* sa = constant_input(node, 1);
+    if (!sa || sa->dtype() != DType::Float32 || !one_element(*sa) || node.has_attr("dynamic_type")) return nullptr;
+    s->sa_ = sa->data<float>()[0];
+    if (node.input(2)) {
+      const Tensor* za = constant_input(node, 2);
+      if (!za || !one_element(*za) || (za->dtype() != DType::UInt8 && za->dtype() != DType::Int8)) return nullptr;
+      s->int8_activation_ = za->dtype() == DType::Int8;
+      s->za_ = s->int8_activation_ ? za->data<int8_t>()[0] + 128 : za->data<uint8_t>()[0];
+    }
+  } else {
+    if (node.input(2)) return nullptr;
+    const std::string dyn = node.attr_string("dynamic_type", "uint8");
+    if (dyn != "uint8" && dyn != "int8") return nullptr;
+    s->int8_activation_ = dyn == "int8";
+  }
+
+  s->gemm_ = std::make_unique<Int8Gemm>(b->data<int8_t>(), k, n);
+
+  // The fused static primitive computes scale * (acc + bias') (oneDNN 2.6 adds the bias
+  // before the output scales), so bias' = bias / scale - za colsum needs every scale
+  // finite and nonzero.
+  if (s->static_ && int8_gemm_exact()) {
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; ++i) {
+      const float scale = s->sa_ * s->sb_[i];
+      const float folded = (s->bias_.empty() ? 0.0f : s->bias_[i] / scale) -
+                           static_cast<float>(s->za_) * static_cast<float>(s->gemm_->colsum()[i]);
+      ok = std::isfinite(scale) && scale != 0 && std::isfinite(folded);
+      s->scales_.push_back(scale);
+      s->bias_acc_.push_back(folded);
+    }
+    s->fused_ = ok;
+    if (!s->per_column_) s->scales_.resize(1);
+  }
+  return s;
+}
+
+void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uint8_t* qa, float* sa,
+                                 int32_t* za) const {
+  const cpu::QuantTable& q = cpu::quant_ops();
+  const int64_t k = gemm_->k();
+  for (int64_t m = begin; m < end; ++m) {
+    const float* x = a + m * k;
+    cpu::RowParams p{sa_, za_};
+    if (!static_ && int8_activation_) {
+      p = cpu::dynamic_int8_params(q.abs_max(x, k));
+      p.zero_point = 128;  // symmetric int8, shifted into uint8
+    } else if (!static_) {
+      float mn = 0, mx = 0;
+      q.min_max(x, k, &mn, &mx);
+      p = cpu::dynamic_uint8_params(mn, mx);
+    }
+    q.quantize(x, k, p.scale, p.zero_point, 0, 255, qa + m * k);
+    sa[m] = p.scale;
+    za[m] = p.zero_point;
+  }
+}
+
+void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual,
+                                 int64_t begin, int64_t end, float* y) const {
+  const cpu::QuantTable& q = cpu::quant_ops();
+  const int64_t n = gemm_->n();
+  const float* bias = bias_.empty() ? nullptr : bias_.data();
+  for (int64_t m = begin; m < end; ++m) {
+    float* row = y + m * n;
+    q.scale_row(sums + m * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
+    if (activation_ != Activation::None) cpu::gelu(row, row, n, activation_ == Activation::GeluTanh);
+    if (residual) cpu::add_bias(row, residual + m * n, row, n);
+  }
+}
+
+std::shared_ptr<const Int8Gemm::Entry> QMatMulState::fused_primitive(int64_t m, int threads) const {
+  auto entry = fused_cache_.get({m, threads}, [&] {
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(per_column_ ? 1 << 1 : 0, scales_);
+    dnnl::post_ops ops;
+    if (activation_ == Activation::GeluErf) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0, 0);
+    if (activation_ == Activation::GeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0, 0);
+    if (residual_) ops.append_binary(dnnl::algorithm::binary_add, f32_desc({m, gemm_->n()}));
+    attr.set_post_ops(ops);
+    return gemm_->create(m, dnnl::memory::data_type::f32, attr, /*with_bias=*/true);
+  });
+  return entry->usable ? entry : nullptr;
+}
+
+void QMatMulState::run_fused(const KernelContext& ctx, const Int8Gemm::Entry& entry, const uint8_t* qa, int64_t m,
+                             const float* residual, float* y) const {
+  const int64_t n = gemm_->n();
+  std::unordered_map<int, dnnl::memory> args;
+  args[DNNL_ARG_DST] = wrap(f32_desc({m, n}), y);
+  args[DNNL_ARG_BIAS] = wrap(f32_desc({1, n}), bias_acc_.data());
+  if (residual_) {
+    const int position = activation_ != Activation::None ? 1 : 0;
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
+  }
+  gemm_->execute(ctx, entry, qa, m, nullptr, args);
+}
+
+std::vector<std::string> QMatMulState::implementations() const {
+  std::vector<std::string> out = gemm_->implementations();
+  fused_cache_.for_each([&](const Int8Gemm::Entry& e) { out.push_back(e.usable ? e.impl + (e.uses_packed ? "" : " (plain B)") : "octet reference"); });
+  return out;
+}
+
+}  // namespace octet::dnnl_cpu

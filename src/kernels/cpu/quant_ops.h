@@ -1,0 +1,53 @@
+// int8 row helpers with runtime ISA dispatch (simd/quant_table.h): ONNX-exact quantize and
+// dequantize, the range scans of dynamic quantization, and the epilogues of the integer
+// matmuls. Shared by the QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear kernels
+// (cpu_quantize.cpp) and the int8 GEMM kernels (dnnl_qmatmul*.cpp, dnnl_qgemm_onnx.cpp).
+//
+// quant_ops() looks up the table of the level active_isa() reports now, so ScopedIsaLevel
+// switches these helpers in tests, as it does vec_ops().
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/simd/quant_table.h"
+#include "kernels/dispatch/cpu_features.h"
+
+namespace octet {
+class KernelRegistry;
+}
+
+namespace octet::cpu {
+
+// Registers QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (cpu_quantize.cpp).
+void register_cpu_quantize(KernelRegistry& r);
+
+// Runs that an int8 kernel (these, octet.QMatMul, MatMulInteger, QLinearMatMul) handed to
+// the reference kernel at run time, process-wide: tests check that a path ran optimized.
+int64_t int8_reference_runs();
+void count_int8_reference_run();
+
+const QuantTable& quant_table(IsaLevel level);
+inline const QuantTable& quant_ops() { return quant_table(active_isa()); }
+
+// The parameters of one row of a dynamic QMatMul (docs/quantization.md §2), from its range
+// as QuantTable::min_max / abs_max report it. uint8: DynamicQuantizeLinear's rule; a
+// zero range uses scale 1, zero point 0. int8: symmetric, zero point 0.
+struct RowParams {
+  float scale;
+  int32_t zero_point;
+};
+inline RowParams dynamic_uint8_params(float mn, float mx) {
+  float s = (mx - mn) / 255.0f;
+  if (s == 0) s = 1;
+  const float q = -mn / s;
+  const int32_t zp = std::isnan(q) ? 0 : static_cast<int32_t>(std::clamp(std::nearbyint(q), 0.0f, 255.0f));
+  return {s, zp};
+}
+inline RowParams dynamic_int8_params(float amax) {
+  const float s = amax / 127.0f;
+  return {s == 0 ? 1.0f : s, 0};
+}
+
+}  // namespace octet::cpu

@@ -1,0 +1,135 @@
+// The int8 row kernels of quant_table.h, written once over a traits type Q (a vec traits
+// type from traits_*.h plus the integer and byte operations below) and compiled once per
+// ISA level in quant_ops_<isa>.cpp. Anonymous namespace: each ISA's copy stays private to
+// its translation unit (see vec_impl.h).
+//
+// Q adds to the float traits T:
+//   I set1_i(int32_t), add_i(I, I), sub_i(I, I), mullo_i(I, I), load_i(const int32_t*),
+//   load_i_tail(const int32_t*, n)
+//   M is_nan(F)                       lanes that hold NaN
+//   void store_bytes(uint8_t*, I)     the low byte of each lane (kWidth bytes)
+//   void store_bytes_tail(uint8_t*, I, n)
+//   I load_bytes(const uint8_t*, bool is_signed), load_bytes_tail(const uint8_t*, n, bool)
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/simd/quant_table.h"
+
+namespace octet::cpu::simd {
+namespace {
+
+template <class Q>
+typename Q::I quantize_vec(typename Q::F x, typename Q::F nan_value, typename Q::F scale, typename Q::F lo,
+                           typename Q::F hi, typename Q::I zp) {
+  using F = typename Q::F;
+  F q = Q::div(x, scale);
+  q = Q::select(Q::is_nan(q), nan_value, q);
+  // Clamping before rounding equals clamping after: the bounds are integers.
+  q = Q::min(hi, Q::max(lo, q));
+  return Q::add_i(Q::round_to_int(q), zp);
+}
+
+template <class Q>
+void quantize_row(const float* x, int64_t n, float scale, int32_t zp, int32_t lo, int32_t hi, uint8_t* y) {
+  using F = typename Q::F;
+  // The clamp runs before the zero point is added: on [lo - zp, hi - zp]. NaN becomes 0,
+  // clamped too, so it lands on clamp(zp, lo, hi).
+  const F vs = Q::set1(scale), vlo = Q::set1(static_cast<float>(lo - zp)), vhi = Q::set1(static_cast<float>(hi - zp));
+  const F nan_value = Q::min(vhi, Q::max(vlo, Q::set1(0.0f)));
+  const auto vz = Q::set1_i(zp);
+  int64_t i = 0;
+  for (; i + Q::kWidth <= n; i += Q::kWidth) Q::store_bytes(y + i, quantize_vec<Q>(Q::load(x + i), nan_value, vs, vlo, vhi, vz));
+  if (i < n) Q::store_bytes_tail(y + i, quantize_vec<Q>(Q::load_tail(x + i, n - i, 0.0f), nan_value, vs, vlo, vhi, vz), n - i);
+}
+
+// x86 min/max return their second operand when either is NaN, so min(x, acc) keeps acc
+// on a NaN x: NaN is skipped without a compare. The accumulators start at 0.
+template <class Q>
+void min_max_row(const float* x, int64_t n, float* mn, float* mx) {
+  using F = typename Q::F;
+  F lo = Q::set1(0.0f), hi = Q::set1(0.0f);
+  int64_t i = 0;
+  for (; i + Q::kWidth <= n; i += Q::kWidth) {
+    const F v = Q::load(x + i);
+    lo = Q::min(v, lo);
+    hi = Q::max(v, hi);
+  }
+  if (i < n) {
+    const F v = Q::load_tail(x + i, n - i, 0.0f);  // 0 in the unused lanes changes nothing
+    lo = Q::min(v, lo);
+    hi = Q::max(v, hi);
+  }
+  *mn = 0.0f - Q::reduce_max(Q::sub(Q::set1(0.0f), lo));  // 0 - max(-lo): +0 when nothing is negative
+  *mx = Q::reduce_max(hi);
+}
+
+template <class Q>
+float abs_max_row(const float* x, int64_t n) {
+  using F = typename Q::F;
+  F m = Q::set1(0.0f);
+  int64_t i = 0;
+  for (; i + Q::kWidth <= n; i += Q::kWidth) m = Q::max(Q::abs(Q::load(x + i)), m);
+  if (i < n) m = Q::max(Q::abs(Q::load_tail(x + i, n - i, 0.0f)), m);
+  return Q::reduce_max(m);
+}
+
+template <class Q>
+void dequantize_row(const uint8_t* x, int64_t n, bool is_signed, int32_t zp, float scale, float* y) {
+  const auto vz = Q::set1_i(zp);
+  const auto vs = Q::set1(scale);
+  int64_t i = 0;
+  for (; i + Q::kWidth <= n; i += Q::kWidth)
+    Q::store(y + i, Q::mul(Q::int_to_float(Q::sub_i(Q::load_bytes(x + i, is_signed), vz)), vs));
+  if (i < n)
+    Q::store_tail(y + i, Q::mul(Q::int_to_float(Q::sub_i(Q::load_bytes_tail(x + i, n - i, is_signed), vz)), vs), n - i);
+}
+
+template <class Q>
+void scale_row_impl(const int32_t* acc, const int32_t* colsum, int32_t za, float row_scale, const float* col_scale,
+                    const float* bias, float* y, int64_t n) {
+  using F = typename Q::F;
+  const auto vza = Q::set1_i(za);
+  const F rs = Q::set1(row_scale);
+  auto one = [&](typename Q::I a, typename Q::I c, F s, F b) {
+    const F t = Q::int_to_float(Q::sub_i(a, Q::mullo_i(vza, c)));
+    return Q::fmadd(Q::mul(rs, s), t, b);
+  };
+  int64_t i = 0;
+  for (; i + Q::kWidth <= n; i += Q::kWidth)
+    Q::store(y + i, one(Q::load_i(acc + i), Q::load_i(colsum + i), Q::load(col_scale + i),
+                        bias ? Q::load(bias + i) : Q::set1(0.0f)));
+  if (i < n) {
+    const int64_t r = n - i;
+    Q::store_tail(y + i, one(Q::load_i_tail(acc + i, r), Q::load_i_tail(colsum + i, r), Q::load_tail(col_scale + i, r, 0.0f),
+                             bias ? Q::load_tail(bias + i, r, 0.0f) : Q::set1(0.0f)),
+                  r);
+  }
+}
+
+// One element of QLinearMatMul's requantization (the scalar definition every level shares).
+inline uint8_t requantize_one(int32_t acc, double mult, double zp, int32_t lo, int32_t hi) {
+  double v = std::nearbyint(static_cast<double>(acc) * mult) + zp;
+  v = v < lo ? lo : (v > hi ? hi : v);
+  return static_cast<uint8_t>(static_cast<int32_t>(v));
+}
+
+inline void requantize_scalar(const int32_t* acc, int64_t n, const double* mult, const double* zp, int32_t lo,
+                              int32_t hi, uint8_t* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = requantize_one(acc[i], mult[i], zp[i], lo, hi);
+}
+
+template <class Q>
+void fill_quant(QuantTable& t, const char* name) {
+  t.name = name;
+  t.quantize = quantize_row<Q>;
+  t.min_max = min_max_row<Q>;
+  t.abs_max = abs_max_row<Q>;
+  t.dequantize = dequantize_row<Q>;
+  t.scale_row = scale_row_impl<Q>;
+  t.requantize = requantize_scalar;
+}
+
+}  // namespace
+}  // namespace octet::cpu::simd

@@ -1,0 +1,168 @@
+// Reference kernel for octet.QMatMul (docs/quantization.md §2, src/ops/octet_quant_ops.cpp).
+//
+// Written straight from the definition, as the oracle the int8 kernels are tested against:
+// 1. qa: A quantized as ONNX QuantizeLinear does it (x / scale as a float32 division,
+//    round half to even, + zero point, saturate; NaN gives the zero point), with the
+//    node's a_scale/a_zero_point, or per row (dynamic: DynamicQuantizeLinear's rule on
+//    each row for "uint8", symmetric max|x| / 127 for "int8"; NaN is skipped when the
+//    range is taken).
+// 2. acc = sum_k (qa - za) * (B - zb), exact in 64 bits.
+// 3. Y = sa * sb * acc + bias in double, rounded once to float32.
+// 4. The activation and the residual run through the ai.onnx Gelu and Add reference
+//    kernels, as in octet.MatMulBias.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "kernels/ref/ref_families.h"
+#include "kernels/ref/ref_octet_epilogue.h"
+
+namespace octet {
+namespace {
+
+struct Range {
+  int32_t lo, hi;
+};
+Range range_of(DType t) { return t == DType::Int8 ? Range{-128, 127} : Range{0, 255}; }
+
+// The zero point of a QuantizeLinear-style rounding: NaN has no integer, so it maps to
+// the zero point (0 before the zero point is added).
+int32_t quantize_one(float x, float scale, int32_t zp, Range r) {
+  const float q = x / scale;
+  if (std::isnan(q)) return std::clamp(zp, r.lo, r.hi);
+  const double v = std::nearbyint(static_cast<double>(q)) + zp;
+  return static_cast<int32_t>(std::clamp(v, static_cast<double>(r.lo), static_cast<double>(r.hi)));
+}
+
+// Element i of an int8/uint8 tensor.
+int32_t int8_at(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::Int8 ? static_cast<int32_t>(t.data<int8_t>()[i])
+                                  : static_cast<int32_t>(t.data<uint8_t>()[i]);
+}
+
+// Per-row quantization parameters of a dynamic QMatMul (docs/quantization.md §2).
+void dynamic_row(const float* x, int64_t k, bool int8, float& scale, int32_t& zp) {
+  if (int8) {
+    float amax = 0;
+    for (int64_t i = 0; i < k; ++i)
+      if (!std::isnan(x[i])) amax = std::max(amax, std::fabs(x[i]));
+    scale = amax / 127.0f;
+    if (scale == 0) scale = 1;
+    zp = 0;
+    return;
+  }
+  float mn = 0, mx = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    if (std::isnan(x[i])) continue;
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  scale = (mx - mn) / 255.0f;
+  if (scale == 0) scale = 1;
+  zp = quantize_one(-mn, scale, 0, Range{0, 255});
+}
+
+void qmatmul_kernel(KernelContext& ctx) {
+  const Node& node = ctx.node();
+  const Tensor& a = ctx.input(0);
+  const Tensor* a_scale = ctx.optional_input(1);
+  const Tensor* a_zp = ctx.optional_input(2);
+  const Tensor& b = ctx.input(3);
+  const Tensor& b_scale = ctx.input(4);
+  const Tensor* b_zp = ctx.optional_input(5);
+  const Tensor* bias = ctx.optional_input(6);
+  const Tensor* residual = ctx.optional_input(7);
+
+  const std::string act = node.attr_string("activation", "");
+  if (act != "" && act != "gelu" && act != "gelu_tanh")
+    ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
+  const std::string dyn = node.attr_string("dynamic_type", "uint8");
+  if (dyn != "uint8" && dyn != "int8") ctx.fail("dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
+  if (a.dtype() != DType::Float32 || a.rank() < 1) ctx.fail("A must be float32 of rank >= 1, got ", a.describe());
+  if (b.dtype() != DType::Int8 || b.rank() != 2) ctx.fail("B must be int8 [K, N], got ", b.describe());
+  const int64_t K = a.shape().back(), N = b.shape()[1];
+  if (b.shape()[0] != K) ctx.fail("A ", a.describe(), " has K = ", K, " but B is ", b.describe());
+  const std::vector<int64_t> lead(a.shape().begin(), a.shape().end() - 1);
+  const int64_t rows = shape_numel(lead);
+
+  // Activation parameters: sa[m], za[m] and the quantized rows.
+  std::vector<float> sa(static_cast<size_t>(rows));
+  std::vector<int32_t> za(static_cast<size_t>(rows)), qa(static_cast<size_t>(rows * K));
+  const float* pa = a.data<float>();
+  if (a_scale) {
+    if (a_scale->dtype() != DType::Float32 || a_scale->numel() != 1 || a_scale->rank() > 1)
+      ctx.fail("a_scale must be a float32 scalar, got ", a_scale->describe());
+    if (node.has_attr("dynamic_type")) ctx.fail("dynamic_type applies only without a_scale");
+    Range r{0, 255};
+    int32_t z = 0;
+    if (a_zp) {
+      if ((a_zp->dtype() != DType::UInt8 && a_zp->dtype() != DType::Int8) || a_zp->numel() != 1 || a_zp->rank() > 1)
+        ctx.fail("a_zero_point must be a uint8 or int8 scalar, got ", a_zp->describe());
+      r = range_of(a_zp->dtype());
+      z = int8_at(*a_zp, 0);
+    }
+    const float s = a_scale->data<float>()[0];
+    std::fill(sa.begin(), sa.end(), s);
+    std::fill(za.begin(), za.end(), z);
+    for (int64_t i = 0; i < rows * K; ++i) qa[i] = quantize_one(pa[i], s, z, r);
+  } else {
+    if (a_zp) ctx.fail("a_zero_point is given without a_scale");
+    const bool int8 = dyn == "int8";
+    const Range r = int8 ? Range{-128, 127} : Range{0, 255};
+    for (int64_t m = 0; m < rows; ++m) {
+      dynamic_row(pa + m * K, K, int8, sa[m], za[m]);
+      for (int64_t k = 0; k < K; ++k) qa[m * K + k] = quantize_one(pa[m * K + k], sa[m], za[m], r);
+    }
+  }
+
+  // Weight parameters: sb[n], zb[n].
+  const bool per_column = b_scale.numel() != 1;
+  if (b_scale.dtype() != DType::Float32 || (per_column && (b_scale.rank() != 1 || b_scale.numel() != N)) ||
+      b_scale.rank() > 1)
+    ctx.fail("b_scale must be float32 with 1 or N = ", N, " values, got ", b_scale.describe());
+  if (b_zp && (b_zp->dtype() != DType::Int8 || b_zp->rank() > 1 || b_zp->numel() != b_scale.numel()))
+    ctx.fail("b_zero_point must be int8 shaped like b_scale ", b_scale.describe(), ", got ", b_zp->describe());
+  if (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1 || bias->numel() != N))
+    ctx.fail("bias must be float32 [", N, "], got ", bias->describe());
+  std::vector<double> sb(static_cast<size_t>(N));
+  std::vector<int32_t> zb(static_cast<size_t>(N), 0);
+  for (int64_t n = 0; n < N; ++n) {
+    sb[n] = b_scale.data<float>()[per_column ? n : 0];
+    if (b_zp) zb[n] = b_zp->data<int8_t>()[per_column ? n : 0];
+  }
+
+  std::vector<int64_t> out_shape = lead;
+  out_shape.push_back(N);
+  Tensor y(DType::Float32, out_shape);
+  float* py = y.mutable_data<float>();
+  const int8_t* pb = b.data<int8_t>();
+  std::vector<int64_t> acc(static_cast<size_t>(N));
+  for (int64_t m = 0; m < rows; ++m) {
+    std::fill(acc.begin(), acc.end(), 0);
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t av = qa[m * K + k] - za[m];
+      for (int64_t n = 0; n < N; ++n) acc[n] += av * (pb[k * N + n] - zb[n]);
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      const double v = static_cast<double>(sa[m]) * sb[n] * static_cast<double>(acc[n]) +
+                       (bias ? static_cast<double>(bias->data<float>()[n]) : 0.0);
+      py[m * N + n] = static_cast<float>(v);
+    }
+  }
+  if (!act.empty()) y = ref::gelu_epilogue(y, act == "gelu_tanh");
+  if (residual) {
+    if (residual->dtype() != DType::Float32 || residual->shape() != y.shape())
+      ctx.fail("residual must be float32 of the output's shape ", shape_to_string(y.shape()), ", got ",
+               residual->describe());
+    y = ref::run_onnx_kernel("Add", node, {&y, residual});
+  }
+  ctx.set_output(0, std::move(y));
+}
+
+}  // namespace
+
+void register_ref_octet_quant(KernelRegistry& r) { r.add("octet", "QMatMul", qmatmul_kernel); }
+
+}  // namespace octet

@@ -12,5 +12,6 @@ void register_ref_linalg(KernelRegistry& r);        // MatMul, Gemm, Conv, Einsu
 void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
 void register_ref_octet(KernelRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
 void register_ref_attention(KernelRegistry& r);     // octet.Attention (ref_attention.cpp; called by register_ref_octet)
+void register_ref_qattention(KernelRegistry& r);    // octet.QAttention (ref_qattention.cpp; called by register_ref_attention)
 
 }  // namespace octet

@@ -10,7 +10,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_cpu_simd_kernels(r);  // softmax, norms, GeLU, unary and binary elementwise
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
   dnnl_cpu::register_conv(r);         // Conv, float32 1-D/2-D/3-D (oneDNN)
-  register_cpu_attention(r);          // octet.Attention
+  register_cpu_attention(r);          // octet.Attention, octet.QAttention
   cpu::register_cpu_data_movement(r); // Transpose, Slice, Concat, Split, Gather (any byte-sized dtype)
 }
 

@@ -78,6 +78,13 @@ TEST(CpuQAttention, Lengths) {
   check_all(cases, "lengths");
 }
 
+TEST(CpuQAttention, EmptyShapes) {
+  // No keys or no query channels go to the reference kernel at run time; no queries or no
+  // value channels give an empty Y.
+  check_all({shape(1, 3, 0, 2, 8, 8), shape(2, 3, 5, 2, 0, 8), shape(1, 0, 5, 2, 8, 8), shape(1, 3, 5, 2, 8, 0)},
+            "empty shapes");
+}
+
 TEST(CpuQAttention, HeadSizes) {
   std::vector<QCase> cases;
   for (int64_t d : {1, 8, 16, 17, 64}) cases.push_back(shape(2, 13, 13, 3, d, d));

@@ -12,9 +12,10 @@
 // The task bodies live in qattention_impl.h, compiled per ISA level.
 //
 // Declined at session creation: anything but float32 Q. Handed to the reference kernel at
-// run time: Sk = 0 (no pair to multiply), and head sizes or lengths whose sums could leave
-// int32 (255 * 255 * n >= 2^31, n > 33000), which no transformer has.
+// run time: Sk = 0 or Dk = 0 (nothing to multiply), and head sizes or lengths whose sums
+// could leave int32 (255 * 255 * n >= 2^31, n > 33000), which no transformer has.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -47,7 +48,9 @@ cpu::qattn::TaskFn task_for(IsaLevel level) {
 }
 
 cpu::qattn::Quant quant(const QuantParam& p) {
-  return {p.scale, static_cast<float>(p.lo), static_cast<float>(p.hi)};
+  const float inv = 1.0f / p.scale;
+  return {p.scale, static_cast<float>(p.lo), static_cast<float>(p.hi),
+          std::isnormal(p.scale) && std::isnormal(inv) ? inv : 0.0f};
 }
 
 bool prepare(const Node& node, std::unique_ptr<KernelState>&) {
@@ -65,7 +68,8 @@ void qattention_f32(KernelContext& ctx) {
   const AttentionShape a = attention_shape(ctx);
   if (ctx.input(0).dtype() != DType::Float32) ctx.fail("the optimized kernel takes float32, got ", ctx.input(0).describe());
   const QAttentionParams qp = qattention_params(ctx);
-  if (a.kv_len == 0 || a.kv_len > kMaxExactTerms || a.head_k > kMaxExactTerms) return run_reference(ctx);
+  if (a.kv_len == 0 || a.head_k == 0 || a.kv_len > kMaxExactTerms || a.head_k > kMaxExactTerms)
+    return run_reference(ctx);
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, a.out_shape);
   if (a.batch == 0 || a.q_len == 0 || a.heads * a.head_v == 0) return;
   const Tensor* mask = ctx.optional_input(3);

@@ -22,8 +22,15 @@ constexpr int64_t kMaxTileRows = 8;
 
 // A centered quantization (ref_attention.h's QuantParam as floats): round(x / scale) is
 // saturated to [lo, hi] = [type min - zp, type max - zp] and stored as int16.
+//
+// inv = 1 / scale lets the vector code multiply instead of divide (a division costs the
+// port the madds need) without changing a result: t = x * inv is within 3 ulps of x / scale
+// (two roundings of inv and of the product, against one of the quotient), so both round
+// to the same integer unless t lies within |t| * 2^-20 of a half-integer; a vector with
+// such a lane is divided instead. 0 when scale or inv is not a normal float (the bound
+// needs both): then every element is divided.
 struct Quant {
-  float scale, lo, hi;
+  float scale, lo, hi, inv;
 };
 
 // Everything a task reads; the shapes and strides are AttentionShape's.

@@ -29,12 +29,24 @@ struct Avx2Int {
   static void store2(float* y, I acc, float m1, float m2) {
     _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_set1_ps(m2), _mm256_mul_ps(_mm256_set1_ps(m1), _mm256_cvtepi32_ps(acc))));
   }
-  static int64_t quantize(const float* x, int64_t n, const Quant& q, int16_t* out) {
-    const __m256 scale = _mm256_set1_ps(q.scale), lo = _mm256_set1_ps(q.lo), hi = _mm256_set1_ps(q.hi);
+  static int64_t quantize(const float* x, int64_t n, float mul, const Quant& q, int16_t* out) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m256 vmul = _mm256_set1_ps(mul), scale = _mm256_set1_ps(q.scale), inv = _mm256_set1_ps(q.inv);
+    const __m256 lo = _mm256_set1_ps(q.lo), hi = _mm256_set1_ps(q.hi), half = _mm256_set1_ps(0.5f),
+                 tol = _mm256_set1_ps(0x1p-20f), sign = _mm256_set1_ps(-0.0f);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-      const __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), scale),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vmul);
+      __m256 r;
+      if (q.inv != 0.0f) {  // multiply, and divide only near a half-integer (see Quant)
+        const __m256 t = _mm256_mul_ps(v, inv);
+        r = _mm256_round_ps(t, kNearest);
+        const __m256 margin = _mm256_sub_ps(half, _mm256_andnot_ps(sign, _mm256_sub_ps(t, r)));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(margin, _mm256_mul_ps(_mm256_andnot_ps(sign, t), tol), _CMP_LE_OQ)))
+          r = _mm256_round_ps(_mm256_div_ps(v, scale), kNearest);
+      } else {
+        r = _mm256_round_ps(_mm256_div_ps(v, scale), kNearest);
+      }
       const __m256 ordered = _mm256_cmp_ps(r, r, _CMP_ORD_Q);  // NaN -> 0, the zero point
       const __m256i c = _mm256_cvtps_epi32(_mm256_and_ps(ordered, _mm256_min_ps(_mm256_max_ps(r, lo), hi)));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),

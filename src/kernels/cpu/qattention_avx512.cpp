@@ -34,12 +34,24 @@ struct Avx512Int {
   static void store2(float* y, I acc, float m1, float m2) {
     _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_set1_ps(m2), _mm512_mul_ps(_mm512_set1_ps(m1), _mm512_cvtepi32_ps(acc))));
   }
-  static int64_t quantize(const float* x, int64_t n, const Quant& q, int16_t* out) {
-    const __m512 scale = _mm512_set1_ps(q.scale), lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi);
+  static int64_t quantize(const float* x, int64_t n, float mul, const Quant& q, int16_t* out) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m512 vmul = _mm512_set1_ps(mul), scale = _mm512_set1_ps(q.scale), inv = _mm512_set1_ps(q.inv);
+    const __m512 lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi), half = _mm512_set1_ps(0.5f),
+                 tol = _mm512_set1_ps(0x1p-20f);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-      const __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), scale),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vmul);
+      __m512 r;
+      if (q.inv != 0.0f) {  // multiply, and divide only near a half-integer (see Quant)
+        const __m512 t = _mm512_mul_ps(v, inv);
+        r = _mm512_roundscale_ps(t, kNearest);
+        const __m512 margin = _mm512_sub_ps(half, _mm512_abs_ps(_mm512_sub_ps(t, r)));
+        if (_mm512_cmp_ps_mask(margin, _mm512_mul_ps(_mm512_abs_ps(t), tol), _CMP_LE_OQ))
+          r = _mm512_roundscale_ps(_mm512_div_ps(v, scale), kNearest);
+      } else {
+        r = _mm512_roundscale_ps(_mm512_div_ps(v, scale), kNearest);
+      }
       const __mmask16 ordered = _mm512_cmp_ps_mask(r, r, _CMP_ORD_Q);  // NaN -> 0, the zero point
       const __m512 c = _mm512_maskz_mov_ps(ordered, _mm512_min_ps(_mm512_max_ps(r, lo), hi));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(c)));

@@ -37,7 +37,7 @@ struct GenericInt {
   static void store2(float* y, const I& acc, float m1, float m2) {
     for (int64_t l = 0; l < kLanes; ++l) y[l] = m2 * (m1 * static_cast<float>(acc.v[l]));
   }
-  static int64_t quantize(const float*, int64_t, const Quant&, int16_t*) { return 0; }  // all by quantize_one
+  static int64_t quantize(const float*, int64_t, float, const Quant&, int16_t*) { return 0; }  // all by quantize_one
 };
 
 }  // namespace

@@ -20,8 +20,9 @@
 // vector, dividing kCols), kRows (tile height, dividing kBlockRows), zero(), load(int16*)
 // and bcast(int16*) (one pair in every lane) giving P, madd_add(acc, P, P), store(float*,
 // I, m) (m * float(acc)), store2(float*, I, m1, m2) (m2 * (m1 * float(acc))) and
-// quantize(x, n, Quant, int16*), which quantizes a prefix of whole vectors and returns
-// its length (the rest goes through quantize_one).
+// quantize(x, n, mul, Quant, int16*), which quantizes x * mul (the product rounded to
+// float; mul = 1 leaves x as it is) over a prefix of whole vectors and returns its length
+// (the rest goes through quantize_one).
 #pragma once
 
 #include "kernels/cpu/qattention.h"
@@ -49,10 +50,10 @@ struct Kernel {
   static constexpr int64_t N = kCols / T::kLanes, R = T::kRows;
   static_assert(kCols % T::kLanes == 0 && kBlockRows % T::kRows == 0 && T::kRows <= kMaxTileRows);
 
-  // n values of x quantized into out[0, n), zeros in out[n, padded).
-  static void quantize_row(const float* x, int64_t n, const Quant& q, int16_t* out, int64_t padded) {
-    int64_t i = T::quantize(x, n, q, out);
-    for (; i < n; ++i) out[i] = quantize_one(x[i], q);
+  // n values x * mul quantized into out[0, n), zeros in out[n, padded).
+  static void quantize_row(const float* x, int64_t n, float mul, const Quant& q, int16_t* out, int64_t padded) {
+    int64_t i = T::quantize(x, n, mul, q, out);
+    for (; i < n; ++i) out[i] = quantize_one(x[i] * mul, q);
     for (; i < padded; ++i) out[i] = 0;
   }
 
@@ -61,7 +62,7 @@ struct Kernel {
     w.packed = b * p.heads + h;
     const int64_t pairs = p.dk2 / 2;
     for (int64_t j = 0; j < p.skp; ++j) {
-      if (j < p.kv_len) quantize_row(p.k + b * p.k_b + j * p.k_s + h * p.head_k, p.head_k, p.kq, w.row, p.dk2);
+      if (j < p.kv_len) quantize_row(p.k + b * p.k_b + j * p.k_s + h * p.head_k, p.head_k, 1.0f, p.kq, w.row, p.dk2);
       for (int64_t dp = 0; dp < pairs; ++dp) {
         int16_t* dst = w.kt + 2 * (dp * p.skp + j);
         dst[0] = j < p.kv_len ? w.row[2 * dp] : 0;  // keys past Sk: zero scores, never read
@@ -71,7 +72,7 @@ struct Kernel {
     for (int64_t j = 0; j < p.sk2; ++j) {
       int16_t* dst = w.vp + (j / 2) * 2 * p.dvp + (j % 2);
       if (j < p.kv_len) {
-        quantize_row(p.v + b * p.v_b + j * p.v_s + h * p.head_v, p.head_v, p.vq, w.row, p.dvp);
+        quantize_row(p.v + b * p.v_b + j * p.v_s + h * p.head_v, p.head_v, 1.0f, p.vq, w.row, p.dvp);
         for (int64_t d = 0; d < p.dvp; ++d) dst[2 * d] = w.row[d];
       } else {
         for (int64_t d = 0; d < p.dvp; ++d) dst[2 * d] = 0;  // the odd key's partner
@@ -82,7 +83,7 @@ struct Kernel {
   // Scores, softmax and quantized P of `rows` (<= R) query rows from i, into w.pc.
   static void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w) {
     for (int64_t r = 0; r < rows; ++r)
-      quantize_row(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, p.qq, w.qc + r * p.dk2, p.dk2);
+      quantize_row(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, 1.0f, p.qq, w.qc + r * p.dk2, p.dk2);
     const int16_t* q[R];
     for (int64_t r = 0; r < R; ++r) q[r] = w.qc + min_i64(r, rows - 1) * p.dk2;  // a short tile repeats its last row
     const int64_t pairs = p.dk2 / 2;
@@ -119,8 +120,10 @@ struct Kernel {
       }
       if (p.causal)
         for (int64_t j = max_i64(qi + (p.kv_len - p.q_len) + 1, 0); j < p.kv_len; ++j) row[j] = p.lowest;
-      p.vec->softmax_row(row, row, p.kv_len, 1.0f);
-      quantize_row(row, p.kv_len, p.pq, w.pc + r * p.sk2, p.sk2);
+      // The vectorized softmax (softmax_row's steps), its last pass, p = e * (1 / sum),
+      // fused with quantizing p.
+      const float sum = p.vec->exp_sum(row, 1.0f, p.vec->max(row, p.kv_len), row, p.kv_len);
+      quantize_row(row, p.kv_len, 1.0f / sum, p.pq, w.pc + r * p.sk2, p.sk2);
     }
   }
 

@@ -25,6 +25,15 @@
 // adds finfo.min, which absorbs any ordinary score, so a row whose keys are all masked
 // holds equal scores and gets the uniform average of V, as the original Softmax gives;
 // the causal fill is exactly the Where(mask, finfo.min, s) GPT-2 exports.
+//
+//   octet.QAttention(Q, K, V, mask?, q_scale, q_zero_point, k_scale, k_zero_point,
+//                    v_scale, v_zero_point, p_scale, p_zero_point) -> Y
+//
+// The int8 form (docs/quantization.md section 2): the same inputs, attributes and shapes,
+// float32 only, plus a per-tensor float32 scale and uint8/int8 zero point for Q, K, V and
+// the softmax output P (all eight required; the mask slot may be empty). Q, K and V are
+// quantized as QuantizeLinear does, the dot products accumulate exactly in integers, and
+// P is quantized before the integer product with V: what the fake-quant graph computes.
 #include <cmath>
 
 #include "ops/math_helpers.h"
@@ -47,9 +56,10 @@ void require_divisible(InferContext& ctx, const Dim& channels, int64_t heads, si
     ctx.fail(describe_input(ctx, input), ": ", *c, " channels do not split into num_heads = ", heads, " heads");
 }
 
-void infer_attention(InferContext& ctx) {
+// The rule octet.Attention and octet.QAttention share: inputs 0..3 are Q, K, V and the
+// optional mask; the attributes, shapes and output are the same for both ops.
+void infer_attention_core(InferContext& ctx) {
   using namespace math;
-  if (ctx.num_inputs() < 3 || ctx.num_inputs() > 4) ctx.fail("takes Q, K, V and an optional mask");
   require_type(ctx, 0, is_float_type, kFloatTypes);
   require_same_type(ctx, 0, 1);
   require_same_type(ctx, 0, 2);
@@ -98,8 +108,47 @@ void infer_attention(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
+void infer_attention(InferContext& ctx) {
+  if (ctx.num_inputs() < 3 || ctx.num_inputs() > 4) ctx.fail("takes Q, K, V and an optional mask");
+  infer_attention_core(ctx);
+}
+
+// octet.QAttention's quantization parameters: inputs 4..11 are (scale, zero point) for
+// Q, K, V and P, each a float32 scale and a uint8 or int8 zero point holding one element
+// (a scalar or shape [1]; a symbolic dim is trusted until the kernel sees the tensor).
+void require_one_element(InferContext& ctx, size_t i) {
+  const auto& dims = ctx.input_dims(i);
+  if (!dims) return;
+  bool ok = dims->size() <= 1;
+  if (ok && dims->size() == 1)
+    if (auto c = (*dims)[0].constant()) ok = *c == 1;
+  if (!ok) ctx.fail(math::describe_input(ctx, i), " must be a scalar (per-tensor quantization)");
+}
+
+void infer_qattention(InferContext& ctx) {
+  if (ctx.num_inputs() != 12)
+    ctx.fail("takes Q, K, V, an optional mask and (scale, zero point) for Q, K, V and P: 12 inputs, got ",
+             ctx.num_inputs());
+  for (size_t i = 4; i < 12; ++i)
+    if (!ctx.has_input(i)) ctx.fail(math::describe_input(ctx, i), ": all eight scales and zero points are required");
+  math::require_dtype(ctx, 0, DType::Float32);
+  for (size_t i = 4; i < 12; i += 2) {
+    math::require_dtype(ctx, i, DType::Float32);
+    const DType zp = ctx.input_dtype(i + 1);
+    if (zp != DType::UInt8 && zp != DType::Int8)
+      ctx.fail(math::describe_input(ctx, i + 1), " has element type ", dtype_name(zp),
+               "; QAttention zero points must be uint8 or int8");
+    require_one_element(ctx, i);
+    require_one_element(ctx, i + 1);
+  }
+  infer_attention_core(ctx);
+}
+
 }  // namespace
 
-void register_octet_attention_op(OpRegistry& r) { r.add({"octet", "Attention", infer_attention}); }
+void register_octet_attention_op(OpRegistry& r) {
+  r.add({"octet", "Attention", infer_attention});
+  r.add({"octet", "QAttention", infer_qattention});
+}
 
 }  // namespace octet

@@ -248,6 +248,9 @@ void attention_f32(KernelContext& ctx) {
 
 }  // namespace
 
-void register_cpu_attention(KernelRegistry& r) { r.add("octet", "Attention", KernelDef{attention_f32, prepare}); }
+void register_cpu_attention(KernelRegistry& r) {
+  r.add("octet", "Attention", KernelDef{attention_f32, prepare});
+  register_cpu_qattention(r);
+}
 
 }  // namespace octet

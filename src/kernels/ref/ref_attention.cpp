@@ -142,6 +142,9 @@ void attention_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_ref_attention(KernelRegistry& r) { r.add("octet", "Attention", attention_kernel); }
+void register_ref_attention(KernelRegistry& r) {
+  r.add("octet", "Attention", attention_kernel);
+  register_ref_qattention(r);
+}
 
 }  // namespace octet

@@ -4,6 +4,7 @@
 // same layout and reject the same inputs with the same messages.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/kernel.h"
@@ -32,5 +33,31 @@ AttentionShape attention_shape(const KernelContext& ctx);
 
 // The lowest finite value of a float dtype (what a causal fill uses), as a double.
 double attention_lowest(DType t);
+
+// ---- octet.QAttention (docs/quantization.md section 2; ref_qattention.cpp)
+
+// One per-tensor quantization: a float32 scale and a uint8/int8 zero point. Kernels keep
+// quantized values centered (q - zero_point), so only the range they saturate to,
+// [lo, hi] = [type min - zp, type max - zp], depends on the zero point: within [-255, 255].
+struct QuantParam {
+  float scale = 1;
+  int32_t zero_point = 0, lo = 0, hi = 0;
+
+  // QuantizeLinear(x) - zero_point: saturate(round_half_to_even(x / scale) + zp) - zp, with
+  // x / scale a float32 division; NaN quantizes to the zero point (as ref_quant.cpp).
+  int32_t centered(float x) const {
+    const float r = std::nearbyint(x / scale);
+    if (std::isnan(r)) return 0;
+    return r < static_cast<float>(lo) ? lo : r > static_cast<float>(hi) ? hi : static_cast<int32_t>(r);
+  }
+};
+
+struct QAttentionParams {
+  QuantParam q, k, v, p;
+};
+
+// Reads and checks inputs 4..11 (float32 scales, uint8/int8 zero points, one element each);
+// errors name the node.
+QAttentionParams qattention_params(const KernelContext& ctx);
 
 }  // namespace octet

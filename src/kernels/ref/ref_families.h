@@ -13,5 +13,6 @@ void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLine
 void register_ref_octet(KernelRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
 void register_ref_attention(KernelRegistry& r);     // octet.Attention (ref_attention.cpp; called by register_ref_octet)
 void register_ref_octet_quant(KernelRegistry& r);   // octet.QMatMul (ref_octet_quant.cpp; called by register_ref_octet)
+void register_ref_qattention(KernelRegistry& r);    // octet.QAttention (ref_qattention.cpp; called by register_ref_attention)
 
 }  // namespace octet

@@ -1,0 +1,120 @@
+// Optimized kernel for octet.QAttention (docs/quantization.md section 2; oracle:
+// kernels/ref/ref_qattention.cpp). The fp32 octet.Attention kernel (attention.cpp) with
+// integer dot products:
+//
+// Q, K and V are quantized per tensor as QuantizeLinear does and kept centered (q - zp,
+// within [-255, 255]) as int16, so the zero points cost nothing in the inner loops; Q.K^T
+// and P.V run as VPMADDWD (two int16 products summed into an int32 lane) with exact int32
+// accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
+// softmax, and each P row is quantized to the p zero point's type before the P.V product.
+// Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
+// rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
+// The task bodies live in qattention_impl.h, compiled per ISA level.
+//
+// Declined at session creation: anything but float32 Q. Handed to the reference kernel at
+// run time: Sk = 0 or Dk = 0 (nothing to multiply), and head sizes or lengths whose sums
+// could leave int32 (255 * 255 * n >= 2^31, n > 33000), which no transformer has.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <omp.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/qattention.h"
+#include "kernels/cpu/vec_ops.h"
+#include "kernels/dispatch/cpu_features.h"
+#include "kernels/ref/ref_attention.h"
+
+namespace octet {
+namespace {
+
+using cpu::qattn::kBlockRows;
+using cpu::qattn::kCols;
+using cpu::qattn::kMaxTileRows;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// The longest dot product whose centered terms (|q - zp| <= 255) sum exactly in int32.
+constexpr int64_t kMaxExactTerms = std::numeric_limits<int32_t>::max() / (255 * 255) - 1;
+
+cpu::qattn::TaskFn task_for(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::Avx512: return cpu::qattn::task_avx512;
+    case IsaLevel::Avx2: return cpu::qattn::task_avx2;
+    default: return cpu::qattn::task_generic;
+  }
+}
+
+cpu::qattn::Quant quant(const QuantParam& p) {
+  const float inv = 1.0f / p.scale;
+  return {p.scale, static_cast<float>(p.lo), static_cast<float>(p.hi),
+          std::isnormal(p.scale) && std::isnormal(inv) ? inv : 0.0f};
+}
+
+bool prepare(const Node& node, std::unique_ptr<KernelState>&) {
+  const Value* q = node.input(0);
+  return q && q->type.dtype == DType::Float32;
+}
+
+void run_reference(KernelContext& ctx) {
+  const KernelFn fn = KernelRegistry::reference().find("octet", "QAttention");
+  OCTET_ASSERT(fn, "no reference kernel for ", ctx.node().describe());
+  fn(ctx);
+}
+
+void qattention_f32(KernelContext& ctx) {
+  const AttentionShape a = attention_shape(ctx);
+  if (ctx.input(0).dtype() != DType::Float32) ctx.fail("the optimized kernel takes float32, got ", ctx.input(0).describe());
+  const QAttentionParams qp = qattention_params(ctx);
+  if (a.kv_len == 0 || a.head_k == 0 || a.kv_len > kMaxExactTerms || a.head_k > kMaxExactTerms)
+    return run_reference(ctx);
+  Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, a.out_shape);
+  if (a.batch == 0 || a.q_len == 0 || a.heads * a.head_v == 0) return;
+  const Tensor* mask = ctx.optional_input(3);
+
+  cpu::qattn::Args p;
+  p.heads = a.heads, p.q_len = a.q_len, p.kv_len = a.kv_len, p.head_k = a.head_k, p.head_v = a.head_v;
+  p.q_b = a.q_b, p.q_s = a.q_s, p.k_b = a.k_b, p.k_s = a.k_s, p.v_b = a.v_b, p.v_s = a.v_s;
+  p.y_b = a.y_b, p.y_s = a.y_s;
+  p.m_b = a.m_b, p.m_h = a.m_h, p.m_q = a.m_q, p.m_k = a.m_k;
+  p.causal = a.causal;
+  p.q = ctx.input(0).data<float>(), p.k = ctx.input(1).data<float>(), p.v = ctx.input(2).data<float>();
+  p.mask = mask ? mask->data<float>() : nullptr;
+  p.y = y.mutable_data<float>();
+  p.qq = quant(qp.q), p.kq = quant(qp.k), p.vq = quant(qp.v), p.pq = quant(qp.p);
+  // The reference's float products, rounded the same way: scale * ((q_scale * k_scale) * acc)
+  // and (p_scale * v_scale) * acc.
+  p.scale = static_cast<float>(a.scale);
+  p.qk_scale = qp.q.scale * qp.k.scale;
+  p.out_scale = qp.p.scale * qp.v.scale;
+  p.lowest = std::numeric_limits<float>::lowest();
+  p.vec = &cpu::vec_ops();
+  p.dk2 = round_up(a.head_k, 2), p.skp = round_up(a.kv_len, kCols), p.sk2 = round_up(a.kv_len, 2);
+  p.dvp = round_up(a.head_v, kCols);
+
+  const cpu::qattn::TaskFn task = task_for(active_isa());
+  const int64_t blocks = (a.q_len + kBlockRows - 1) / kBlockRows;
+  const int64_t tasks = a.batch * a.heads * blocks;
+  const int threads = static_cast<int>(std::min<int64_t>(ctx.threads(), tasks));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<int16_t> kt(p.dk2 * p.skp), vp(p.sk2 * p.dvp), row(std::max(p.dk2, p.dvp)),
+        qc(kMaxTileRows * p.dk2), pc(kMaxTileRows * p.sk2);
+    std::vector<float> s(kMaxTileRows * p.skp);
+    cpu::qattn::Scratch w{kt.data(), vp.data(), row.data(), qc.data(), s.data(), pc.data(), -1};
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t blk = t % blocks, bh = t / blocks;
+      const int64_t i0 = blk * kBlockRows;
+      task(p, bh / a.heads, bh % a.heads, i0, std::min(a.q_len, i0 + kBlockRows), w);
+    }
+  }
+}
+
+}  // namespace
+
+void register_cpu_qattention(KernelRegistry& r) { r.add("octet", "QAttention", KernelDef{qattention_f32, prepare}); }
+
+}  // namespace octet

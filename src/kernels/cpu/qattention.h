@@ -1,0 +1,75 @@
+// The interface between the optimized octet.QAttention driver (qattention.cpp: checks,
+// threads, scratch) and its per-ISA task bodies (qattention_impl.h, compiled once per
+// level in qattention_{generic,avx2,avx512}.cpp).
+//
+// Plain data only: the per-ISA translation units are compiled with wider instruction sets,
+// and an inline std:: function instantiated there could be the copy the linker keeps for
+// every caller (see simd/vec_table.h), so they include nothing heavier than this.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/simd/vec_table.h"
+
+namespace octet::cpu::qattn {
+
+// Register tiles are 16 int32 lanes wide (one zmm, two ymm); packed K^T rows and packed V
+// rows are padded to a multiple of this, whatever the level, so the driver sizes the scratch.
+constexpr int64_t kCols = 16;
+// Query rows per task (a multiple of every level's tile height), and the tallest tile.
+constexpr int64_t kBlockRows = 64;
+constexpr int64_t kMaxTileRows = 8;
+
+// A centered quantization (ref_attention.h's QuantParam as floats): round(x / scale) is
+// saturated to [lo, hi] = [type min - zp, type max - zp] and stored as int16.
+//
+// inv = 1 / scale lets the vector code multiply instead of divide (a division costs the
+// port the madds need) without changing a result: t = x * inv is within 3 ulps of x / scale
+// (two roundings of inv and of the product, against one of the quotient), so both round
+// to the same integer unless t lies within |t| * 2^-20 of a half-integer; a vector with
+// such a lane is divided instead. 0 when scale or inv is not a normal float (the bound
+// needs both): then every element is divided.
+struct Quant {
+  float scale, lo, hi, inv;
+};
+
+// Everything a task reads; the shapes and strides are AttentionShape's.
+struct Args {
+  int64_t heads, q_len, kv_len, head_k, head_v;
+  int64_t q_b, q_s, k_b, k_s, v_b, v_s, y_b, y_s;
+  int64_t m_b, m_h, m_q, m_k;  // mask strides along [B, H, Sq, Sk]; mask null when none
+  bool causal;
+  const float *q, *k, *v, *mask;
+  float* y;
+  Quant qq, kq, vq, pq;
+  float scale;      // the scale attribute
+  float qk_scale;   // q_scale * k_scale: s = scale * (qk_scale * acc)
+  float out_scale;  // p_scale * v_scale:  y = out_scale * acc
+  float lowest;     // the causal fill
+  const VecTable* vec;  // softmax and the mask add of the active level
+
+  // Padded sizes (fields, not member functions: an inline function defined here would be
+  // compiled in every ISA's unit): Dk to pairs (madd takes two int16 at a time), Sk to
+  // tiles (dk2 rows of K^T) and to pairs (P rows, V pair rows), Dv to tiles.
+  int64_t dk2, skp, sk2, dvp;
+};
+
+// One thread's buffers (int16 values are centered: q - zero_point).
+struct Scratch {
+  int16_t* kt;   // K^T in pairs of channels: [dk2 / 2][skp][2]
+  int16_t* vp;   // V in pairs of keys:       [sk2 / 2][dvp][2]
+  int16_t* row;  // one quantized K or V row: max(dk2, dvp)
+  int16_t* qc;   // a tile's quantized Q rows: [kMaxTileRows][dk2]
+  float* s;      // a tile's scores / probabilities: [kMaxTileRows][skp]
+  int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2]
+  int64_t packed;  // b * heads + h of the head in kt/vp; -1 for none
+};
+
+// One task: batch b, head h, query rows [i0, i1) (at most kBlockRows).
+using TaskFn = void (*)(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+
+void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+void task_avx512(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+
+}  // namespace octet::cpu::qattn

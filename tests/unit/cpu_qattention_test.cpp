@@ -1,0 +1,228 @@
+// The optimized octet.QAttention kernel (kernels/cpu/qattention*.cpp) against its
+// reference twin, at every ISA level the machine has and on 1 and 2 threads: lengths
+// around the 16-key tiles, the 2-key pairs and the 64-row task blocks, head sizes with
+// odd channel counts and tails, Sq != Sk, both mask broadcasts, causal, seq-first, and
+// uint8/int8 zero points (nonzero ones included).
+//
+// The integer parts are exact and the float products are the reference's, so outputs
+// agree to float rounding except where the two softmaxes (double in the reference, the
+// vectorized float one here) put a p_j / p_scale on different sides of a .5 boundary: one
+// P quantum moves in that row. compare_qattention (qattention_test_util.h) allows that much
+// on such elements and the tests bound how many there are.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "kernels/kernel.h"
+#include "qattention_test_util.h"
+
+namespace octet::testing {
+namespace {
+
+struct Totals {
+  int64_t elements = 0, loose = 0;
+};
+
+Totals check(const QCase& c, const NamedTensors& in) {
+  auto g = qattention_graph(c);
+  SessionOptions ref_opts;
+  ref_opts.kernels = KernelChoice::Reference;
+  const Tensor want = Session(g, ref_opts).run(in)[0].second;
+  Totals t;
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel isa(level);
+    for (int threads : {1, 2}) {
+      SessionOptions opts;
+      opts.threads = threads;
+      Session s(g, opts);
+      EXPECT_EQ(s.optimized_nodes(), 1) << c.describe();
+      const Tensor got = s.run(in)[0].second;
+      const std::string what = c.describe() + " isa " + isa_name(level) + " threads " + std::to_string(threads);
+      const QCompare r = compare_qattention(got, want, c, what);
+      t.elements += r.elements;
+      t.loose += r.loose;
+    }
+  }
+  return t;
+}
+
+// Runs every case under every zero-point style; flips stay rare (see the file comment).
+void check_all(const std::vector<QCase>& cases, const char* label) {
+  Totals total;
+  for (const QCase& base : cases)
+    for (auto with : {with_u8, with_u8_pzp, with_s8, with_s8_asym}) {
+      const Totals t = check(with(base), qattention_inputs(with(base)));
+      total.elements += t.elements;
+      total.loose += t.loose;
+    }
+  std::printf("[ flips    ] %s: %lld of %lld outputs one P quantum off\n", label, (long long)total.loose,
+              (long long)total.elements);
+  EXPECT_LE(total.loose * 1000, total.elements) << label;
+}
+
+QCase shape(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t dk, int64_t dv) {
+  QCase c;
+  c.batch = b, c.q_len = sq, c.kv_len = sk, c.heads = h, c.head_k = dk, c.head_v = dv;
+  return c;
+}
+
+TEST(CpuQAttention, Lengths) {
+  std::vector<QCase> cases;
+  for (int64_t s : {1, 2, 7, 64, 65, 197}) cases.push_back(shape(1, s, s, 2, 16, 16));
+  cases.push_back(shape(2, 1, 9, 3, 16, 16));   // one query, odd key count
+  cases.push_back(shape(2, 9, 1, 3, 16, 16));   // one key
+  cases.push_back(shape(2, 65, 130, 1, 8, 8));  // Sq != Sk across task blocks
+  cases.push_back(shape(1, 7, 197, 4, 8, 16));
+  check_all(cases, "lengths");
+}
+
+TEST(CpuQAttention, EmptyShapes) {
+  // No keys or no query channels go to the reference kernel at run time; no queries or no
+  // value channels give an empty Y.
+  check_all({shape(1, 3, 0, 2, 8, 8), shape(2, 3, 5, 2, 0, 8), shape(1, 0, 5, 2, 8, 8), shape(1, 3, 5, 2, 8, 0)},
+            "empty shapes");
+}
+
+TEST(CpuQAttention, HeadSizes) {
+  std::vector<QCase> cases;
+  for (int64_t d : {1, 8, 16, 17, 64}) cases.push_back(shape(2, 13, 13, 3, d, d));
+  cases.push_back(shape(1, 7, 11, 2, 17, 64));  // Dk != Dv
+  cases.push_back(shape(1, 7, 11, 4, 64, 1));
+  cases.push_back(shape(1, 65, 33, 1, 80, 33));
+  check_all(cases, "head sizes");
+}
+
+TEST(CpuQAttention, MasksAndCausal) {
+  std::vector<QCase> cases;
+  const int64_t b = 2, h = 3, sq = 19, sk = 23;
+  for (std::vector<int64_t> mask : std::vector<std::vector<int64_t>>{{b, 1, 1, sk}, {1, 1, sq, sk}, {b, h, sq, sk}}) {
+    QCase c = shape(b, sq, sk, h, 16, 16);
+    c.mask_shape = mask;
+    cases.push_back(c);
+    c.causal = true;
+    cases.push_back(c);
+  }
+  for (auto [sq2, sk2] : {std::pair<int64_t, int64_t>{17, 17}, {3, 70}, {70, 3}, {65, 65}}) {
+    QCase c = shape(2, sq2, sk2, 2, 17, 8);
+    c.causal = true;  // with a past (Sk > Sq), and rows that see no key (Sq > Sk)
+    cases.push_back(c);
+  }
+  check_all(cases, "masks and causal");
+}
+
+TEST(CpuQAttention, SeqFirst) {
+  std::vector<QCase> cases;
+  QCase c = shape(3, 11, 11, 4, 16, 16);
+  c.seq_first = true;
+  cases.push_back(c);
+  c = shape(2, 5, 9, 2, 8, 17);
+  c.seq_first = true, c.causal = true, c.mask_shape = {1, 1, 5, 9};
+  cases.push_back(c);
+  c = shape(2, 64, 197, 1, 64, 64);
+  c.seq_first = true, c.mask_shape = {2, 1, 1, 197};
+  cases.push_back(c);
+  check_all(cases, "seq_first");
+}
+
+// Values within a few ulps of (k + 1/2) * scale: exact ties (round half to even) and the
+// values where x * (1 / scale) rounds differently from x / scale, which the kernels must
+// not use; |k| up to 160 also saturates.
+Tensor near_boundaries(std::vector<int64_t> shape, float scale, uint32_t seed) {
+  std::vector<float> cand;
+  for (int k = -160; k <= 160; ++k) {
+    const float x = (static_cast<float>(k) + 0.5f) * scale;
+    float lo = x, hi = x;
+    cand.push_back(x);
+    for (int u = 0; u < 2; ++u) {
+      cand.push_back(lo = std::nextafter(lo, -INFINITY));
+      cand.push_back(hi = std::nextafter(hi, INFINITY));
+    }
+  }
+  Tensor t(DType::Float32, std::move(shape));
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = cand[(i * 7919 + seed * 131) % cand.size()];
+  return t;
+}
+
+TEST(CpuQAttention, QuantizationRoundingBoundaries) {
+  int64_t ties = 0, reciprocal_differs = 0;
+  for (auto with : {with_u8, with_u8_pzp, with_s8, with_s8_asym}) {
+    for (bool causal : {false, true}) {
+      QCase c = with(shape(2, 33, 33, 2, 17, 16));
+      c.causal = causal;
+      NamedTensors in = qattention_inputs(c);
+      for (int t = 0; t < 3; ++t) {
+        in[t].second = near_boundaries(in[t].second.shape(), c.scale[t], t + 1);
+        const float* x = in[t].second.data<float>();
+        for (int64_t i = 0; i < in[t].second.numel(); ++i) {
+          const float q = x[i] / c.scale[t];
+          ties += q == std::floor(q) + 0.5f;
+          reciprocal_differs += std::nearbyint(q) != std::nearbyint(x[i] * (1.0f / c.scale[t]));
+        }
+      }
+      check(c, in);
+    }
+  }
+  EXPECT_GT(ties, 1000);  // the inputs do exercise what they are meant to
+  EXPECT_GT(reciprocal_differs, 10);
+}
+
+TEST(CpuQAttention, NonFloat32QFallsBackToReference) {
+  QCase c = with_u8(shape(1, 4, 4, 2, 8, 8));
+  auto g = qattention_graph(c);
+  g->value("q")->type = TensorType(DType::Float16, DimVector{1, 4, 16});
+  // (The rule rejects float16 Q, so a session never gets that far; prepare declines it.)
+  const KernelDef* def = KernelRegistry::optimized().find_def("octet", "QAttention");
+  ASSERT_NE(def, nullptr);
+  std::unique_ptr<KernelState> state;
+  EXPECT_FALSE(def->prepare(*g->nodes().at(0), state));
+}
+
+// ---- timings (printed, never asserted)
+
+double best_us(const Node& node, const std::vector<const Tensor*>& inputs, KernelFn fn) {
+  using Clock = std::chrono::steady_clock;
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    int calls = 0;
+    const auto start = Clock::now();
+    double elapsed = 0;
+    do {
+      KernelContext ctx(node, inputs);
+      fn(ctx);
+      ++calls;
+      elapsed = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    } while (elapsed < 20000);
+    best = std::min(best, elapsed / calls);
+  }
+  return best;
+}
+
+TEST(CpuQAttentionBench, PrintOneThreadTimings) {
+  for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {3, 197, 64}}) {
+    const QCase c = with_u8(shape(1, s, s, h, d, d));
+    auto qg = qattention_graph(c);
+    const NamedTensors in = qattention_inputs(c);
+    std::vector<const Tensor*> qin = {&in[0].second, &in[1].second, &in[2].second, nullptr};
+    for (size_t i = 4; i < qg->nodes().at(0)->inputs().size(); ++i) qin.push_back(qg->nodes().at(0)->input(i)->constant().get());
+    // octet.Attention on the same Q, K, V (scale 0.37 as the QAttention graph).
+    auto fg = std::make_shared<Graph>();
+    fg->opset_imports["octet"] = 1;
+    for (const char* n : {"q", "k", "v"}) fg->add_input(n, qg->value(n)->type);
+    fg->add_node("Attention", {"q", "k", "v"}, {"y"}, qattention_attrs(c), "octet");
+    const std::vector<const Tensor*> fin = {&in[0].second, &in[1].second, &in[2].second};
+    std::printf("[ timing   ] B1 H%lld S%lld D%lld, one thread:", (long long)h, (long long)s, (long long)d);
+    for (IsaLevel level : available_isas()) {
+      ScopedIsaLevel scoped(level);
+      const double tq = best_us(*qg->nodes().at(0), qin, KernelRegistry::optimized().find("octet", "QAttention"));
+      const double tf = best_us(*fg->nodes().at(0), fin, KernelRegistry::optimized().find("octet", "Attention"));
+      std::printf(" | %s QAttention %.1f us, Attention %.1f us (%.2fx)", isa_name(level), tq, tf, tf / tq);
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+}  // namespace octet::testing

@@ -107,8 +107,9 @@ std::optional<Dim> node_macs(const Node& node) {
     if (op == "Einsum") return einsum_macs(node);
   }
   // The optimizer's fused Linear layer: a MatMul (the bias add is no MAC).
-  if (node.domain() == "octet" && op == "MatMulBias") return matmul_like(node, 0, false);
-  if (node.domain() == "octet" && op == "Attention") return attention_macs(node);
+  // The int8 ones count the same MACs on their A (input 0) and the same Q, K, V.
+  if (node.domain() == "octet" && (op == "MatMulBias" || op == "QMatMul")) return matmul_like(node, 0, false);
+  if (node.domain() == "octet" && (op == "Attention" || op == "QAttention")) return attention_macs(node);
   if (node.domain() == "com.microsoft" && op == "MatMulNBits") {
     const DimVector* out = dims_of(node.output(0));
     if (!out) return std::nullopt;

@@ -125,7 +125,6 @@ class Rewriter {
     patch_.replace_uses(out, result);
     for (Node* r : replaced) patch_.remove_node(r);
     ++rewritten_uses_[w];
-    if (bias) ++rewritten_uses_[bias];
     ++result_.dynamic_matmuls;
     ++result_.weights;
     record(q, out, result);

@@ -85,8 +85,8 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   patch.replace_uses(m.consumer->output(0), fused->output(0));
   patch.remove_node(m.mmb);
   patch.remove_node(m.consumer);
+  const std::string op = "octet." + m.mmb->op_type();  // the patch frees m.mmb
   if (!ctx.apply(patch)) return false;
-  const std::string op = "octet." + m.mmb->op_type();
   ctx.count(m.residual ? op + "+residual" : op + "+" + m.activation);
   return true;
 }

@@ -1,0 +1,188 @@
+// The quantizer's graph side on the exporter fixtures, without the CLI: plan -> calibrate
+// -> rewrite gives standard Q/DQ that octet's level-2 optimizer lowers to octet.QMatMul /
+// octet.QAttention, and the lowered int8 graph computes what the Q/DQ graph computes
+// (run on reference kernels) and stays close to float. Plus the target profile checker on
+// graphs built to break each rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "analysis/model_summary.h"
+#include "onnx/model_io.h"
+#include "passes/pipeline.h"
+#include "quant/calibrate.h"
+#include "quant/calibration_data.h"
+#include "quant/qdq_rewrite.h"
+#include "quant/quantize_plan.h"
+#include "quant/target_profile.h"
+#include "runtime/session.h"
+
+namespace octet::quant {
+namespace {
+
+const std::string kFixtures = std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/";
+
+std::shared_ptr<Graph> level1(const std::string& name) {
+  Model m = load_model(kFixtures + name + ".onnx");
+  OptimizeOptions o;
+  o.level = 1;
+  optimize(*m.graph, o);
+  return std::shared_ptr<Graph>(std::move(m.graph));
+}
+
+std::vector<const Value*> required(const Graph& g) {
+  std::vector<const Value*> v;
+  for (const Value* i : g.inputs())
+    if (!i->is_initializer()) v.push_back(i);
+  return v;
+}
+
+// Static W8A8 of a fixture, calibrated on its ONNX test-data set.
+std::shared_ptr<Graph> quantize_static(const std::string& name, const QuantizeOptions& o, QuantizePlan* plan_out = nullptr) {
+  auto graph = level1(name);
+  std::shared_ptr<const Graph> float_graph = level1(name);
+  auto source = CalibrationSource::open(kFixtures + name + "_data", input_specs(required(*float_graph)));
+  QuantizePlan plan = plan_quantization(*graph, o);
+  std::vector<std::string> names;
+  for (const Value* v : plan.activations) names.push_back(v->name());
+  CalibrationResult c = calibrate(float_graph, names, source, {0}, o);
+  write_quantized_graph(*graph, plan, c.table(), o);
+  if (plan_out) *plan_out = plan;
+  return graph;
+}
+
+NamedTensors fixture_inputs(const std::string& name, const Graph& g) {
+  return CalibrationSource::open(kFixtures + name + "_data", input_specs(required(g))).sample(0);
+}
+
+double cosine(const Tensor& a, const Tensor& b) {
+  const float* x = a.data<float>();
+  const float* y = b.data<float>();
+  double d = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) d += double(x[i]) * y[i], na += double(x[i]) * x[i], nb += double(y[i]) * y[i];
+  return d / std::sqrt(na * nb);
+}
+
+TEST(QuantPlan, BertCoversEveryMatmulAndEmbedding) {
+  auto g = level1("bert_tiny");
+  QuantizePlan plan = plan_quantization(*g, {});
+  int weights = 0, activations = 0, embeddings = 0;
+  for (const QuantizedNode& q : plan.nodes)
+    (q.kind == QuantKind::Weight ? weights : q.kind == QuantKind::Activation ? activations : embeddings)++;
+  EXPECT_EQ(weights, 14);  // 2 layers x 6 Linear, pooler and classifier Gemm
+  EXPECT_EQ(activations, 4);  // Q.K^T and P.V per layer
+  EXPECT_EQ(embeddings, 3);   // word, position, token type
+  QuantizeOptions keep;
+  keep.quantize_attention = false;
+  keep.exclude = {"Gemm"};
+  QuantizePlan partial = plan_quantization(*g, keep);
+  EXPECT_EQ(partial.nodes.size(), 12u + 3u);
+  EXPECT_EQ(partial.skipped.size(), 4u + 2u);
+}
+
+// The lowered int8 graph against the Q/DQ graph it came from on reference kernels: both
+// compute the same integer products, so only float rounding (and a rare flip of a
+// quantized value at a rounding boundary) separates them.
+void expect_lowering_matches(const std::string& name, int qmatmuls, int qattentions) {
+  auto qdq = quantize_static(name, {});
+  EXPECT_TRUE(check_target_profile(*qdq, Target::Ort).empty());
+  const NamedTensors inputs = fixture_inputs(name, *qdq);
+  SessionOptions ref;
+  ref.kernels = KernelChoice::Reference;
+  const NamedTensors want = Session(std::shared_ptr<const Graph>(qdq), ref).run(inputs);
+
+  auto lowered = quantize_static(name, {});
+  optimize(*lowered);
+  const auto ops = octet_op_counts(*lowered);
+  EXPECT_EQ(ops.count("octet.QMatMul") ? ops.at("octet.QMatMul") : 0, qmatmuls) << name;
+  EXPECT_EQ(ops.count("octet.QAttention") ? ops.at("octet.QAttention") : 0, qattentions) << name;
+  for (const Node* n : lowered->nodes()) EXPECT_NE(n->op_type(), "MatMul") << name << ": " << n->describe();
+  const NamedTensors got = Session(std::shared_ptr<Graph>(lowered)).run(inputs);
+  std::shared_ptr<const Graph> float_graph = level1(name);
+  const NamedTensors fp32 = Session(float_graph).run(inputs);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_GT(cosine(want[i].second, got[i].second), 0.9999) << name << " " << want[i].first;
+    EXPECT_GT(cosine(fp32[i].second, got[i].second), 0.99) << name << " " << want[i].first;
+  }
+}
+
+TEST(QuantLowering, BertInt8GraphMatchesItsQdqForm) { expect_lowering_matches("bert_tiny", 14, 2); }
+TEST(QuantLowering, Gpt2Int8GraphMatchesItsQdqForm) { expect_lowering_matches("gpt2_tiny", 9, 2); }
+
+TEST(QuantLowering, DynamicOctetWritesQMatMulThatRuns) {
+  auto g = level1("bert_tiny");
+  QuantizeOptions o;
+  o.mode = Mode::Dynamic;
+  RewriteResult r = write_quantized_graph(*g, plan_quantization(*g, o), {}, o);
+  EXPECT_EQ(r.dynamic_matmuls, 14);
+  EXPECT_EQ(octet_op_counts(*g).at("octet.QMatMul"), 14);
+  EXPECT_FALSE(check_target_profile(*g, Target::Ort).empty());  // octet-domain ops
+  const NamedTensors inputs = fixture_inputs("bert_tiny", *g);
+  const NamedTensors got = Session(std::shared_ptr<Graph>(g)).run(inputs);
+  const NamedTensors fp32 = Session(std::shared_ptr<const Graph>(level1("bert_tiny"))).run(inputs);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_GT(cosine(fp32[i].second, got[i].second), 0.99);
+}
+
+TEST(QuantWeights, PerChannelSymmetricInt8) {
+  Tensor w = Tensor::from_vector<float>({2, 3}, {1.0f, -0.5f, 0.25f, -2.0f, 0.0f, 4.0f});
+  QuantizedWeight q = quantize_weight(w, 1, true, "w");  // columns: max|.| 2, 0.5, 4
+  ASSERT_EQ(q.scale.shape(), (std::vector<int64_t>{3}));
+  EXPECT_FLOAT_EQ(q.scale.data<float>()[0], 2.0f / 127);
+  EXPECT_FLOAT_EQ(q.scale.data<float>()[2], 4.0f / 127);
+  const int8_t* d = q.data.data<int8_t>();
+  EXPECT_EQ(d[0], 64);    // 1 / (2/127) = 63.5 -> 64 (half to even)
+  EXPECT_EQ(d[1], -127);  // -0.5 is its column's max
+  EXPECT_EQ(d[3], -127);
+  EXPECT_EQ(d[5], 127);
+  QuantizedWeight t = quantize_weight(w, 1, false, "w");
+  EXPECT_EQ(t.scale.numel(), 1);
+  EXPECT_FLOAT_EQ(t.scale.data<float>()[0], 4.0f / 127);
+}
+
+// A graph with one node per TensorRT rule it breaks.
+TEST(TargetProfile, TensorRTRulesNameTheNodeAndRule) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.add_input("x", TensorType(DType::Float32, DimVector{Dim(2), Dim(4)}));
+  g.add_initializer("s", std::make_shared<Tensor>(Tensor::scalar<float>(0.1f)));
+  g.add_initializer("z_u8", std::make_shared<Tensor>(Tensor::scalar<uint8_t>(128)));
+  g.add_initializer("z_s8", std::make_shared<Tensor>(Tensor::scalar<int8_t>(3)));
+  g.add_initializer("w", std::make_shared<Tensor>(Tensor(DType::Int8, {4, 3})));
+  g.add_initializer("ws", std::make_shared<Tensor>(Tensor::from_vector<float>({4}, {1, 1, 1, 1})));
+  g.add_initializer("wz", std::make_shared<Tensor>(Tensor(DType::Int8, {4})));
+  g.add_node("QuantizeLinear", {"x", "s", "z_u8"}, {"q"}, {}, "", "asym_u8");
+  g.add_node("QuantizeLinear", {"x", "s", "z_s8"}, {"q2"}, {}, "", "nonzero_zp");
+  g.add_node("DequantizeLinear", {"q2", "s"}, {"x2"}, {}, "", "no_zp");
+  g.add_node("DynamicQuantizeLinear", {"x"}, {"dq", "dqs", "dqz"}, {}, "", "dynamic");
+  g.add_node("DequantizeLinear", {"w", "ws", "wz"}, {"wf"}, {Attribute::make_int("axis", 0)}, "", "wrong_axis");
+  g.add_node("MatMul", {"x2", "wf"}, {"y"}, {}, "", "mm");
+  g.mark_output(g.value("y"));
+  g.mark_output(g.value("q"));
+  g.mark_output(g.value("dq"));
+  infer_graph(g);
+  const std::vector<std::string> p = check_target_profile(g, Target::TensorRT);
+  auto has = [&](const std::string& node, const std::string& words) {
+    for (const std::string& line : p)
+      if (line.find("'" + node + "'") != std::string::npos && line.find(words) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("asym_u8", "int8 tensor of zeros")) << ::testing::PrintToString(p);
+  EXPECT_TRUE(has("nonzero_zp", "symmetric")) << ::testing::PrintToString(p);
+  EXPECT_TRUE(has("no_zp", "uint8")) << ::testing::PrintToString(p);
+  EXPECT_TRUE(has("dynamic", "--mode static")) << ::testing::PrintToString(p);
+  EXPECT_TRUE(has("wrong_axis", "axis 0")) << ::testing::PrintToString(p);
+  EXPECT_TRUE(check_target_profile(g, Target::Octet).empty());
+
+  QuantizeOptions trt;
+  trt.target = Target::TensorRT;
+  trt.mode = Mode::Dynamic;
+  try {
+    check_target_options(trt, false);
+    FAIL() << "tensorrt + dynamic accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no dynamic quantization"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace octet::quant

@@ -21,5 +21,5 @@ build/release/octet quantize "$model" -o build/bert_tiny_int8.onnx --calib build
 echo
 echo "== octet bench: float vs int8 (batch=1, seq=128, 2 threads)"
 for m in "$model" build/bert_tiny_int8.onnx; do
-  build/release/octet bench "$m" --dim batch=1 --dim seq=128 --threads 2 --iters 200 | head -3
+  build/release/octet bench "$m" --dim batch=1 --dim seq=128 --threads 2 --iters 200 | grep -E "^(model|latency|memory)"
 done

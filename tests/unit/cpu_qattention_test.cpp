@@ -128,9 +128,9 @@ TEST(CpuQAttention, SeqFirst) {
 
 // Values within a few ulps of (k + 1/2) * scale: exact ties (round half to even) and the
 // values where x * (1 / scale) rounds differently from x / scale, which the kernels must
-// not use; |k| up to 160 also saturates.
+// not use; |k| up to 160 also saturates, as do the infinities; NaN quantizes to the zero point.
 Tensor near_boundaries(std::vector<int64_t> shape, float scale, uint32_t seed) {
-  std::vector<float> cand;
+  std::vector<float> cand = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
   for (int k = -160; k <= 160; ++k) {
     const float x = (static_cast<float>(k) + 0.5f) * scale;
     float lo = x, hi = x;
@@ -157,6 +157,7 @@ TEST(CpuQAttention, QuantizationRoundingBoundaries) {
         in[t].second = near_boundaries(in[t].second.shape(), c.scale[t], t + 1);
         const float* x = in[t].second.data<float>();
         for (int64_t i = 0; i < in[t].second.numel(); ++i) {
+          if (!std::isfinite(x[i])) continue;
           const float q = x[i] / c.scale[t];
           ties += q == std::floor(q) + 0.5f;
           reciprocal_differs += std::nearbyint(q) != std::nearbyint(x[i] * (1.0f / c.scale[t]));

@@ -100,10 +100,10 @@ void qattention_f32(KernelContext& ctx) {
   const int threads = static_cast<int>(std::min<int64_t>(ctx.threads(), tasks));
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<int16_t> kt(p.dk2 * p.skp), vp(p.sk2 * p.dvp), row(std::max(p.dk2, p.dvp)),
+    std::vector<int16_t> kt(p.dk2 * p.skp), vp(p.sk2 * p.dvp), kq(p.skp * p.dk2), row(2 * p.dvp),
         qc(kMaxTileRows * p.dk2), pc(kMaxTileRows * p.sk2);
     std::vector<float> s(kMaxTileRows * p.skp);
-    cpu::qattn::Scratch w{kt.data(), vp.data(), row.data(), qc.data(), s.data(), pc.data(), -1};
+    cpu::qattn::Scratch w{kt.data(), vp.data(), kq.data(), row.data(), qc.data(), s.data(), pc.data(), -1};
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t blk = t % blocks, bh = t / blocks;

@@ -58,7 +58,8 @@ struct Args {
 struct Scratch {
   int16_t* kt;   // K^T in pairs of channels: [dk2 / 2][skp][2]
   int16_t* vp;   // V in pairs of keys:       [sk2 / 2][dvp][2]
-  int16_t* row;  // one quantized K or V row: max(dk2, dvp)
+  int16_t* kq;   // K quantized row by row, before the transpose: [skp][dk2]
+  int16_t* row;  // two quantized V rows, before they are interleaved: [2][dvp]
   int16_t* qc;   // a tile's quantized Q rows: [kMaxTileRows][dk2]
   float* s;      // a tile's scores / probabilities: [kMaxTileRows][skp]
   int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2]

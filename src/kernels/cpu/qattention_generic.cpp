@@ -15,6 +15,17 @@ struct GenericInt {
     int32_t v[kLanes];
   };
 
+  static void transpose_pairs(const int16_t* src, int64_t pairs, int64_t rows, int16_t* dst) {
+    for (int64_t c = 0; c < pairs; ++c)
+      for (int64_t r = 0; r < rows; ++r) {
+        dst[2 * (c * rows + r)] = src[2 * (r * pairs + c)];
+        dst[2 * (c * rows + r) + 1] = src[2 * (r * pairs + c) + 1];
+      }
+  }
+  static void interleave(const int16_t* a, const int16_t* b, int64_t n, int16_t* out) {
+    for (int64_t d = 0; d < n; ++d) out[2 * d] = a[d], out[2 * d + 1] = b[d];
+  }
+
   static I zero() { return I{}; }
   static P load(const int16_t* p) {
     P r;

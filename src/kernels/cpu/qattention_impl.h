@@ -17,7 +17,10 @@
 // scores and outputs match it bit for bit given the same quantized P.
 //
 // T provides: P (16-bit pairs) and I (int32 lanes) vector types, kLanes (int32 lanes per
-// vector, dividing kCols), kRows (tile height, dividing kBlockRows), zero(), load(int16*)
+// vector, dividing kCols), kRows (tile height, dividing kBlockRows), the packing steps
+// transpose_pairs(src, pairs, rows, dst) (dst[c][r] = src[r][c] over int32 pairs, rows a
+// multiple of kCols) and interleave(a, b, n, out) (out[2d] = a[d], out[2d+1] = b[d], n a
+// multiple of kCols), zero(), load(int16*)
 // and bcast(int16*) (one pair in every lane) giving P, madd_add(acc, P, P), store(float*,
 // I, m) (m * float(acc)), store2(float*, I, m1, m2) (m2 * (m1 * float(acc))) and
 // quantize(x, n, mul, Quant, int16*), which quantizes x * mul (the product rounded to
@@ -60,23 +63,24 @@ struct Kernel {
   static void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
     if (w.packed == b * p.heads + h) return;
     w.packed = b * p.heads + h;
-    const int64_t pairs = p.dk2 / 2;
+    // K: quantized rows (keys past Sk are zero: zero scores, never read), then transposed
+    // as a [skp][dk2 / 2] matrix of int32 pairs.
     for (int64_t j = 0; j < p.skp; ++j) {
-      if (j < p.kv_len) quantize_row(p.k + b * p.k_b + j * p.k_s + h * p.head_k, p.head_k, 1.0f, p.kq, w.row, p.dk2);
-      for (int64_t dp = 0; dp < pairs; ++dp) {
-        int16_t* dst = w.kt + 2 * (dp * p.skp + j);
-        dst[0] = j < p.kv_len ? w.row[2 * dp] : 0;  // keys past Sk: zero scores, never read
-        dst[1] = j < p.kv_len ? w.row[2 * dp + 1] : 0;
-      }
+      int16_t* dst = w.kq + j * p.dk2;
+      if (j < p.kv_len) quantize_row(p.k + b * p.k_b + j * p.k_s + h * p.head_k, p.head_k, 1.0f, p.kq, dst, p.dk2);
+      else for (int64_t d = 0; d < p.dk2; ++d) dst[d] = 0;
     }
-    for (int64_t j = 0; j < p.sk2; ++j) {
-      int16_t* dst = w.vp + (j / 2) * 2 * p.dvp + (j % 2);
-      if (j < p.kv_len) {
-        quantize_row(p.v + b * p.v_b + j * p.v_s + h * p.head_v, p.head_v, 1.0f, p.vq, w.row, p.dvp);
-        for (int64_t d = 0; d < p.dvp; ++d) dst[2 * d] = w.row[d];
-      } else {
-        for (int64_t d = 0; d < p.dvp; ++d) dst[2 * d] = 0;  // the odd key's partner
+    T::transpose_pairs(w.kq, p.dk2 / 2, p.skp, w.kt);
+    // V: rows 2jp and 2jp + 1 quantized (an odd Sk's last key pairs with zeros), then
+    // interleaved channel by channel.
+    for (int64_t jp = 0; jp < p.sk2 / 2; ++jp) {
+      for (int64_t e = 0; e < 2; ++e) {
+        const int64_t j = 2 * jp + e;
+        int16_t* dst = w.row + e * p.dvp;
+        if (j < p.kv_len) quantize_row(p.v + b * p.v_b + j * p.v_s + h * p.head_v, p.head_v, 1.0f, p.vq, dst, p.dvp);
+        else for (int64_t d = 0; d < p.dvp; ++d) dst[d] = 0;
       }
+      T::interleave(w.row, w.row + p.dvp, p.dvp, w.vp + jp * 2 * p.dvp);
     }
   }
 

@@ -62,15 +62,39 @@ TEST(FoldConstants, LeavesGraphOutputsRandomOpsAndDequantize) {
   b.output("y");
   b.output("out_const");
   auto g = b.done();
-  run_pass(*g, passes::fold_constants());
+  OptimizeOptions cleanup;
+  cleanup.level = 1;  // int8 weights stay int8 in a written model
+  run_pass(*g, passes::fold_constants(), cleanup);
   EXPECT_EQ(count_ops(*g, "Constant"), 1);
   EXPECT_EQ(count_ops(*g, "RandomUniform"), 1);
   EXPECT_EQ(count_ops(*g, "DequantizeLinear"), 1);
 
-  OptimizeOptions fold_dq;
+  OptimizeOptions fold_dq = cleanup;
   fold_dq.fold_dequantize = true;
   run_pass(*g, passes::fold_constants(), fold_dq);
   EXPECT_EQ(count_ops(*g, "DequantizeLinear"), 0);
+}
+
+// Level 2 prepares a graph for octet's runtime: a constant DequantizeLinear that no int8
+// matmul can take (here an Add reads it) is folded once; one a MatMul reads is kept for
+// fuse_qdq_matmul.
+TEST(FoldConstants, Level2FoldsDequantizeNoMatmulReads) {
+  auto make = [](const char* reader) {
+    PassGraph b;
+    b.input("x", DType::Float32, {2, 2});
+    b.init("q", Tensor::from_vector<int8_t>({2, 2}, {10, -10, 4, 2}));
+    b.init("scale", Tensor::scalar<float>(0.5f));
+    b.node("DequantizeLinear", {"q", "scale"}, {"dq"});
+    b.node(reader, {"x", "dq"}, {"y"});
+    b.output("y");
+    return b.done();
+  };
+  auto added = make("Add");
+  run_pass(*added, passes::fold_constants());
+  EXPECT_EQ(count_ops(*added, "DequantizeLinear"), 0);
+  auto multiplied = make("MatMul");
+  run_pass(*multiplied, passes::fold_constants());
+  EXPECT_EQ(count_ops(*multiplied, "DequantizeLinear"), 1);
 }
 
 TEST(FoldConstants, AValueASubgraphReadsIsNotReplaced) {

@@ -13,16 +13,14 @@ namespace octet {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// "test_data_set_2" < "test_data_set_10": runs of digits compare as numbers.
 bool natural_less(const std::string& a, const std::string& b) {
   size_t i = 0, j = 0;
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
   while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+    if (digit(a[i]) && digit(b[j])) {
       size_t i2 = i, j2 = j;
-      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
-      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
+      while (i2 < a.size() && digit(a[i2])) ++i2;
+      while (j2 < b.size() && digit(b[j2])) ++j2;
       std::string x = a.substr(i, i2 - i), y = b.substr(j, j2 - j);
       x.erase(0, std::min(x.find_first_not_of('0'), x.size()));
       y.erase(0, std::min(y.find_first_not_of('0'), y.size()));
@@ -34,8 +32,11 @@ bool natural_less(const std::string& a, const std::string& b) {
       ++i, ++j;
     }
   }
-  return a.size() - i < b.size() - j;
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;
 }
+
+namespace {
 
 // Files named <prefix>_<n>.pb in `dir`, by n.
 std::map<size_t, fs::path> numbered_files(const fs::path& dir, const std::string& prefix) {

@@ -17,6 +17,10 @@
 
 namespace octet {
 
+// "sample_2" < "sample_10": runs of digits compare as numbers, ties broken by the plain
+// string, so file lists sort the same whatever order the directory listing gave.
+bool natural_less(const std::string& a, const std::string& b);
+
 // `dir` itself when it holds input_*.pb files, else its subfolders that do (in natural
 // order: test_data_set_2 before test_data_set_10). An error when there are none.
 std::vector<std::filesystem::path> find_test_data_sets(const std::filesystem::path& dir);

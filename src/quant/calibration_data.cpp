@@ -17,31 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// "sample_2" < "sample_10": runs of digits compare as numbers (ties broken by the plain
-// string, so the order is total and independent of the directory listing).
-bool natural_less(const std::string& a, const std::string& b) {
-  size_t i = 0, j = 0;
-  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
-  while (i < a.size() && j < b.size()) {
-    if (digit(a[i]) && digit(b[j])) {
-      size_t i2 = i, j2 = j;
-      while (i2 < a.size() && digit(a[i2])) ++i2;
-      while (j2 < b.size() && digit(b[j2])) ++j2;
-      std::string x = a.substr(i, i2 - i), y = b.substr(j, j2 - j);
-      x.erase(0, std::min(x.find_first_not_of('0'), x.size()));
-      y.erase(0, std::min(y.find_first_not_of('0'), y.size()));
-      if (x.size() != y.size()) return x.size() < y.size();
-      if (x != y) return x < y;
-      i = i2, j = j2;
-    } else {
-      if (a[i] != b[j]) return a[i] < b[j];
-      ++i, ++j;
-    }
-  }
-  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
-  return a < b;
-}
-
 void sort_natural(std::vector<fs::path>& files) {
   std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
     return natural_less(a.filename().string(), b.filename().string());

@@ -12,24 +12,6 @@
 namespace octet::testing {
 namespace {
 
-double best_us_per_call(const Node& node, const std::vector<const Tensor*>& inputs, KernelFn fn) {
-  using Clock = std::chrono::steady_clock;
-  double best = 1e30;
-  for (int batch = 0; batch < 5; ++batch) {
-    int calls = 0;
-    const auto start = Clock::now();
-    double elapsed = 0;
-    do {
-      KernelContext ctx(node, inputs);
-      fn(ctx);
-      ++calls;
-      elapsed = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-    } while (elapsed < 2000);
-    best = std::min(best, elapsed / calls);
-  }
-  return best;
-}
-
 TEST(CpuBench, PrintKernelTimings) {
   for (int64_t hidden : {64, 768}) {
     const std::vector<int64_t> shape = {1, 128, hidden};
@@ -52,11 +34,11 @@ TEST(CpuBench, PrintKernelTimings) {
       const Node& node = *g->nodes().at(0);
       std::vector<const Tensor*> in;
       for (const auto& t : c.call.inputs) in.push_back(&*t);
-      const double ref = best_us_per_call(node, in, KernelRegistry::reference().find(node.domain(), node.op_type()));
+      const double ref = best_us_per_call(node, in, KernelRegistry::reference().find(node.domain(), node.op_type()), 2000);
       std::printf("[ timing   ] %-10s %-12s reference %8.1f us", c.label, shape_to_string(shape).c_str(), ref);
       for (IsaLevel level : available_isas()) {
         ScopedIsaLevel scoped(level);
-        const double t = best_us_per_call(node, in, KernelRegistry::optimized().find(node.domain(), node.op_type()));
+        const double t = best_us_per_call(node, in, KernelRegistry::optimized().find(node.domain(), node.op_type()), 2000);
         std::printf(" | %s %7.2f us (%.0fx)", isa_name(level), t, ref / t);
       }
       std::printf("\n");

@@ -183,24 +183,6 @@ TEST(CpuQAttention, NonFloat32QFallsBackToReference) {
 
 // ---- timings (printed, never asserted)
 
-double best_us(const Node& node, const std::vector<const Tensor*>& inputs, KernelFn fn) {
-  using Clock = std::chrono::steady_clock;
-  double best = 1e30;
-  for (int round = 0; round < 5; ++round) {
-    int calls = 0;
-    const auto start = Clock::now();
-    double elapsed = 0;
-    do {
-      KernelContext ctx(node, inputs);
-      fn(ctx);
-      ++calls;
-      elapsed = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-    } while (elapsed < 20000);
-    best = std::min(best, elapsed / calls);
-  }
-  return best;
-}
-
 TEST(CpuQAttentionBench, PrintOneThreadTimings) {
   for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {3, 197, 64}}) {
     const QCase c = with_u8(shape(1, s, s, h, d, d));
@@ -217,8 +199,8 @@ TEST(CpuQAttentionBench, PrintOneThreadTimings) {
     std::printf("[ timing   ] B1 H%lld S%lld D%lld, one thread:", (long long)h, (long long)s, (long long)d);
     for (IsaLevel level : available_isas()) {
       ScopedIsaLevel scoped(level);
-      const double tq = best_us(*qg->nodes().at(0), qin, KernelRegistry::optimized().find("octet", "QAttention"));
-      const double tf = best_us(*fg->nodes().at(0), fin, KernelRegistry::optimized().find("octet", "Attention"));
+      const double tq = best_us_per_call(*qg->nodes().at(0), qin, KernelRegistry::optimized().find("octet", "QAttention"), 20000);
+      const double tf = best_us_per_call(*fg->nodes().at(0), fin, KernelRegistry::optimized().find("octet", "Attention"), 20000);
       std::printf(" | %s QAttention %.1f us, Attention %.1f us (%.2fx)", isa_name(level), tq, tf, tf / tq);
     }
     std::printf("\n");

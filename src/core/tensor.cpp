@@ -158,4 +158,18 @@ Tensor Tensor::deep_copy() const {
   return copy;
 }
 
+Tensor transpose_matrix(const Tensor& t) {
+  const size_t element = t.dtype() == DType::String ? 0 : dtype_storage_bytes(t.dtype(), 1);
+  if (t.rank() != 2 || element == 0 || dtype_storage_bytes(t.dtype(), 8) != 8 * element)
+    fail("transpose_matrix: needs a 2-D tensor of whole-byte elements, got ", t.describe());
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  Tensor out = Tensor::uninitialized(t.dtype(), {cols, rows});
+  const uint8_t* in = t.raw();
+  uint8_t* o = out.mutable_raw();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(o + (c * rows + r) * element, in + (r * cols + c) * element, element);
+  return out;
+}
+
 }  // namespace octet

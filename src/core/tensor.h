@@ -109,6 +109,9 @@ class Tensor {
 };
 
 int64_t shape_numel(const std::vector<int64_t>& shape);
+// The transpose of a 2-D tensor of any dtype of whole bytes per element (a weight matrix
+// turned from [N, K] into [K, N]), in new memory.
+Tensor transpose_matrix(const Tensor& t);
 std::string shape_to_string(const std::vector<int64_t>& shape);
 
 template <typename T>

@@ -16,16 +16,6 @@ Tensor zero_point_scalar(DType dtype, int32_t zp) {
   return Tensor::scalar<int8_t>(static_cast<int8_t>(zp));
 }
 
-Tensor transpose_2d(const Tensor& t) {
-  const int64_t rows = t.shape()[0], cols = t.shape()[1];
-  Tensor out(DType::Float32, {cols, rows});
-  const float* in = t.data<float>();
-  float* o = out.mutable_data<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) o[c * rows + r] = in[r * cols + c];
-  return out;
-}
-
 // A 1-D float constant of n elements (a Linear layer's bias), or null.
 Value* bias_constant(Value* v, int64_t n) {
   if (!v || !v->is_initializer() || v->is_graph_input() || !v->constant()) return nullptr;
@@ -99,7 +89,7 @@ class Rewriter {
     Value* out = n->output(0);
     std::vector<Node*> replaced{n};
     if (n->op_type() == "Gemm") {
-      if (n->attr_int("transB", 0)) b = transpose_2d(b);
+      if (n->attr_int("transB", 0)) b = transpose_matrix(b);
       if (Value* c = n->input(2)) {
         bias = bias_constant(c, b.shape()[1]);
         if (!bias || n->attr_float("alpha", 1) != 1 || n->attr_float("beta", 1) != 1)

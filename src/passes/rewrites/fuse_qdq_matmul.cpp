@@ -108,20 +108,10 @@ bool match(Node* node, Match& m) {
   return true;
 }
 
-Tensor transpose_int8(const Tensor& t) {
-  const int64_t rows = t.shape()[0], cols = t.shape()[1];
-  Tensor out(DType::Int8, {cols, rows});
-  const int8_t* in = t.data<int8_t>();
-  int8_t* o = out.mutable_data<int8_t>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) o[c * rows + r] = in[r * cols + c];
-  return out;
-}
-
 bool apply(Graph& g, PassContext& ctx, const Match& m) {
   GraphPatch patch = make_patch(g);
   Value* data = m.w.data;
-  if (m.w.transposed) data = patch.add_initializer(data->name() + "_kn", transpose_int8(*constant_value(data)));
+  if (m.w.transposed) data = patch.add_initializer(data->name() + "_kn", transpose_matrix(*constant_value(data)));
   Value* bias = m.bias;
   if (bias && constant_value(bias)->rank() != 1)
     bias = patch.add_initializer(bias->name() + "_1d", Tensor(DType::Float32, {m.n}, constant_value(bias)->buffer()));

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace octet::quant {
 namespace {
@@ -56,14 +57,15 @@ std::map<std::string, double> layer_sqnr(const Session& float_model, const Sessi
                                          const std::vector<std::pair<std::string, std::string>>& pairs,
                                          const CalibrationSource& source, const std::vector<size_t>& samples) {
   std::map<std::string, std::string> float_of;  // quantized name -> float name
+  std::set<std::string> float_names;
   std::map<std::string, Tensor> reference;      // this sample's float values
   std::map<std::string, ErrorSums> sums;
-  for (const auto& [f, q] : pairs) float_of[q] = f;
+  for (const auto& [f, q] : pairs) float_of[q] = f, float_names.insert(f);
   for (size_t index : samples) {
     const NamedTensors inputs = source.sample(index);
     reference.clear();
     float_model.run(inputs, [&](const Value& v, const Tensor& t) {
-      if (is_float32(t) && std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) { return p.first == v.name(); }))
+      if (is_float32(t) && float_names.count(v.name()))
         reference[v.name()] = t.deep_copy();
     });
     quantized_model.run(inputs, [&](const Value& v, const Tensor& t) {

@@ -20,16 +20,14 @@ namespace {
 // but not fused, so every matmul is still a standard op the target runtimes know. The
 // same steps on the same file give the same value names, which is how the float copy and
 // the quantized graph are compared tensor by tensor.
-std::unique_ptr<Graph> load_float_graph(const std::filesystem::path& path) {
-  Model m = load_model(path);
-  const int64_t opset = m.graph->opset_version("");
+void clean_float_graph(Graph& graph, const std::filesystem::path& path) {
+  const int64_t opset = graph.opset_version("");
   if (opset < 13)
     fail(path.string(), ": opset ", opset, " is too old to quantize (per-channel DequantizeLinear needs opset 13); "
          "re-export the model with opset 13 or newer");
   OptimizeOptions o;
   o.level = 1;
-  optimize(*m.graph, o);
-  return std::move(m.graph);
+  optimize(graph, o);
 }
 
 std::vector<const Value*> required_inputs(const Graph& g) {
@@ -80,9 +78,11 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   report.model = job.model.string();
   report.output = job.output.string();
 
-  Model model = load_model(job.model);
-  model.graph = load_float_graph(job.model);
-  std::shared_ptr<const Graph> float_graph = load_float_graph(job.model);
+  Model model = load_model(job.model);  // rewritten in place, then written
+  clean_float_graph(*model.graph, job.model);
+  std::shared_ptr<Graph> float_copy(load_model(job.model).graph.release());
+  clean_float_graph(*float_copy, job.model);
+  std::shared_ptr<const Graph> float_graph = float_copy;
   report.float_file_bytes = model_files(job.model).bytes;
   report.float_weight_bytes = weight_bytes(*float_graph);
 

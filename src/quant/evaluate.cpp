@@ -22,8 +22,8 @@ struct ErrorSums {
 };
 
 struct FidelitySums {
-  double dot = 0, norm_a = 0, norm_b = 0, max_abs = 0;
-  size_t rows = 0, rows_agree = 0, samples = 0;
+  double dot = 0, norm_a = 0, norm_b = 0, max_abs = 0, sq_err = 0;
+  size_t values = 0, rows = 0, rows_agree = 0, samples = 0;
   bool top1 = false;
 };
 
@@ -38,7 +38,9 @@ void accumulate(FidelitySums& f, const Tensor& a, const Tensor& b, bool top1) {
     f.norm_a += static_cast<double>(x[i]) * x[i];
     f.norm_b += static_cast<double>(y[i]) * y[i];
     f.max_abs = std::max(f.max_abs, static_cast<double>(std::fabs(x[i] - y[i])));
+    f.sq_err += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
   }
+  f.values += static_cast<size_t>(n);
   ++f.samples;
   if (!top1 || a.rank() < 2 || a.shape().back() < 2) return;
   f.top1 = true;
@@ -116,11 +118,37 @@ std::vector<OutputFidelity> output_fidelity(const Session& float_model, const Se
     const double denom = std::sqrt(s.norm_a) * std::sqrt(s.norm_b);
     f.cosine = denom > 0 ? s.dot / denom : (s.norm_a == s.norm_b ? 1.0 : 0.0);
     f.max_abs_error = s.max_abs;
+    f.mse = s.values ? s.sq_err / static_cast<double>(s.values) : 0;
     f.samples = s.samples;
     if (s.top1 && s.rows) f.top1_agreement = static_cast<double>(s.rows_agree) / static_cast<double>(s.rows);
     out.push_back(f);
   }
   return out;
+}
+
+double max_relative_error(const Session& reference, const Session& other, const CalibrationSource& source,
+                          const std::vector<size_t>& samples) {
+  double worst = 0;
+  for (size_t index : samples) {
+    const NamedTensors inputs = source.sample(index);
+    const NamedTensors a = reference.run(inputs);
+    const NamedTensors b = other.run(inputs);
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      if (!is_float32(a[i].second) || !is_float32(b[i].second)) continue;
+      if (a[i].second.shape() != b[i].second.shape()) fail("output '", a[i].first, "' changed shape");
+      const float* x = a[i].second.data<float>();
+      const float* y = b[i].second.data<float>();
+      double diff = 0, scale = 0;
+      for (int64_t k = 0; k < a[i].second.numel(); ++k) {
+        const double d = std::fabs(static_cast<double>(x[k]) - y[k]);
+        if (std::isnan(d)) return std::numeric_limits<double>::infinity();
+        diff = std::max(diff, d);
+        scale = std::max(scale, static_cast<double>(std::fabs(x[k])));
+      }
+      worst = std::max(worst, scale > 0 ? diff / scale : diff);
+    }
+  }
+  return worst;
 }
 
 }  // namespace octet::quant

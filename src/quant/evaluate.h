@@ -27,4 +27,10 @@ std::map<std::string, double> layer_sqnr(const Session& float_model, const Sessi
 std::vector<OutputFidelity> output_fidelity(const Session& float_model, const Session& quantized_model,
                                             const CalibrationSource& source, const std::vector<size_t>& samples);
 
+// The largest relative difference between two models that should compute the same thing
+// (a smoothed float model and its original): per float output, max |a - b| over max |a|,
+// the worst output and sample. 0 when they agree exactly.
+double max_relative_error(const Session& reference, const Session& other, const CalibrationSource& source,
+                          const std::vector<size_t>& samples);
+
 }  // namespace octet::quant

@@ -1,5 +1,6 @@
 #include "quant/quant_report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -29,6 +30,26 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json fidelity_json(const std::vector<OutputFidelity>& fidelity) {
+  nlohmann::json fid = nlohmann::json::array();
+  for (const OutputFidelity& f : fidelity) {
+    nlohmann::json e = {{"output", f.name}, {"cosine", f.cosine}, {"max_abs_error", f.max_abs_error}, {"mse", f.mse}, {"samples", f.samples}};
+    e["top1_agreement"] = f.top1_agreement ? nlohmann::json(*f.top1_agreement) : nlohmann::json(nullptr);
+    fid.push_back(e);
+  }
+  return fid;
+}
+
+void fidelity_text(std::ostringstream& o, const std::vector<OutputFidelity>& fidelity) {
+  for (const OutputFidelity& f : fidelity) {
+    o << "    " << f.name << ": cosine " << fmt("%.5f", f.cosine) << ", max abs error " << fmt("%.4g", f.max_abs_error);
+    if (f.top1_agreement) o << ", top-1 agreement " << fmt("%.1f%%", 100 * *f.top1_agreement);
+    o << "\n";
+  }
 }
 
 std::string megabytes(uint64_t b) { return fmt("%.3f MB", static_cast<double>(b) / 1e6); }
@@ -89,19 +110,39 @@ nlohmann::json QuantizeReport::to_json() const {
     json e = {{"node", l.node}, {"op", l.op}, {"kind", l.kind}, {"output", l.output}};
     e["sqnr_db"] = l.sqnr_db ? json(*l.sqnr_db) : json(nullptr);
     e["macs"] = l.macs ? json(*l.macs) : json(nullptr);
+    if (l.input)
+      e["input"] = {{"min", l.input->min}, {"max", l.input->max}, {"outlier_ratio", finite_or_null(l.input->outlier_ratio)},
+                    {"smooth_alpha", l.input->smooth_alpha ? json(*l.input->smooth_alpha) : json(nullptr)},
+                    {"smooth_scale_min", l.input->scale_min}, {"smooth_scale_max", l.input->scale_max}};
     layers.push_back(e);
   }
   j["layers"] = layers;
   json skipped_json = json::array();
   for (const SkippedReport& s : skipped) skipped_json.push_back({{"node", s.node}, {"op", s.op}, {"reason", s.reason}});
   j["float_nodes"] = skipped_json;
-  json fid = json::array();
-  for (const OutputFidelity& f : fidelity) {
-    json e = {{"output", f.name}, {"cosine", f.cosine}, {"max_abs_error", f.max_abs_error}, {"samples", f.samples}};
-    e["top1_agreement"] = f.top1_agreement ? json(*f.top1_agreement) : json(nullptr);
-    fid.push_back(e);
+  j["fidelity"] = fidelity_json(fidelity);
+  if (smoothing) {
+    json groups = json::array();
+    for (const SmoothGroupReport& g : smoothing->groups)
+      groups.push_back({{"activation", g.activation}, {"consumers", g.consumers},
+                        {"outlier_ratio", finite_or_null(g.outlier_ratio)}, {"smoothed", g.smoothed},
+                        {"alpha", g.smoothed ? json(g.alpha) : json(nullptr)}, {"reason", g.reason}, {"fold", g.where},
+                        {"error_plain", g.error_plain ? json(*g.error_plain) : json(nullptr)},
+                        {"error_smoothed", g.error_smoothed ? json(*g.error_smoothed) : json(nullptr)}});
+    j["smoothing"] = {{"setting", smoothing->setting}, {"min_outlier_ratio", smoothing->min_outlier_ratio},
+                      {"groups", groups}, {"max_relative_error", smoothing->max_relative_error},
+                      {"fidelity_without_smoothing", fidelity_json(smoothing->fidelity_without)}};
   }
-  j["fidelity"] = fid;
+  if (mixed_precision) {
+    json layers_json = json::array();
+    for (const FloatLayerReport& l : mixed_precision->float_layers)
+      layers_json.push_back({{"node", l.node}, {"drop_alone", l.drop_alone}});
+    j["mixed_precision"] = {{"metric", mixed_precision->metric}, {"max_drop", mixed_precision->max_drop},
+                            {"drop_all_int8", mixed_precision->drop_all_int8},
+                            {"final_drop", mixed_precision->final_drop}, {"met", mixed_precision->met},
+                            {"evaluations", mixed_precision->evaluations}, {"float_layer_count", layers_json.size()},
+                            {"float_layers", layers_json}};
+  }
   j["notes"] = notes;
   j["seconds"] = seconds;
   return j;
@@ -121,12 +162,22 @@ std::string QuantizeReport::to_text() const {
   if (!layers.empty()) {
     o << "\n";
     char line[256];
-    std::snprintf(line, sizeof line, "  %-40s %-12s %-10s %10s\n", "layer", "op", "kind", "SQNR dB");
+    std::snprintf(line, sizeof line, "  %-40s %-12s %-10s %10s", "layer", "op", "kind", "SQNR dB");
     o << line;
+    if (explain) o << "  input range            outlier  alpha  smoothing scale";
+    o << "\n";
     for (const LayerReport& l : layers) {
-      std::snprintf(line, sizeof line, "  %-40.40s %-12.12s %-10s %10s\n", l.node.c_str(), l.op.c_str(), l.kind.c_str(),
+      std::snprintf(line, sizeof line, "  %-40.40s %-12.12s %-10s %10s", l.node.c_str(), l.op.c_str(), l.kind.c_str(),
                     l.sqnr_db ? fmt("%.1f", *l.sqnr_db).c_str() : "-");
       o << line;
+      if (explain && l.input) {
+        const LayerInputStats& in = *l.input;
+        std::snprintf(line, sizeof line, "  [%9.3g, %9.3g]  %7.1f  %5s  %s", in.min, in.max, in.outlier_ratio,
+                      in.smooth_alpha ? fmt("%.1f", *in.smooth_alpha).c_str() : "-",
+                      in.smooth_alpha ? (fmt("%.3g", in.scale_min) + " .. " + fmt("%.3g", in.scale_max)).c_str() : "-");
+        o << line;
+      }
+      o << "\n";
     }
   }
   if (!skipped.empty()) {
@@ -136,11 +187,31 @@ std::string QuantizeReport::to_text() const {
   if (!fidelity.empty()) {
     o << "\n  fidelity against float on " << eval_samples << (eval_in_sample ? " calibration" : " held-out")
       << " samples:\n";
-    for (const OutputFidelity& f : fidelity) {
-      o << "    " << f.name << ": cosine " << fmt("%.5f", f.cosine) << ", max abs error " << fmt("%.4g", f.max_abs_error);
-      if (f.top1_agreement) o << ", top-1 agreement " << fmt("%.1f%%", 100 * *f.top1_agreement);
-      o << "\n";
+    fidelity_text(o, fidelity);
+  }
+  if (smoothing) {
+    size_t smoothed = 0;
+    for (const SmoothGroupReport& g : smoothing->groups) smoothed += g.smoothed;
+    o << "\n  SmoothQuant " << smoothing->setting << ": " << smoothed << " of " << smoothing->groups.size()
+      << " input activations smoothed; smoothed float model vs original: max relative error "
+      << fmt("%.2g", smoothing->max_relative_error) << "\n";
+    for (const SmoothGroupReport& g : smoothing->groups)
+      if (g.smoothed)
+        o << "    " << g.activation << " (outlier ratio " << fmt("%.1f", g.outlier_ratio) << ", alpha " << fmt("%.1f", g.alpha)
+          << "): 1/s into " << g.where << "\n";
+    if (!smoothing->fidelity_without.empty()) {
+      o << "  the same quantization without SmoothQuant:\n";
+      fidelity_text(o, smoothing->fidelity_without);
     }
+  }
+  if (mixed_precision) {
+    const MixedPrecisionReport& m = *mixed_precision;
+    o << "\n  mixed precision (--max-drop " << fmt("%g", m.max_drop) << ", metric " << m.metric << "): all int8 drops "
+      << fmt("%.4g", m.drop_all_int8) << "; " << m.float_layers.size() << " layer(s) kept float give "
+      << fmt("%.4g", m.final_drop) << (m.met ? " (target met)" : " (target NOT met)") << ", " << m.evaluations
+      << " evaluations\n";
+    for (const FloatLayerReport& l : m.float_layers)
+      o << "    " << l.node << ": drop " << fmt("%.4g", l.drop_alone) << " when quantized alone\n";
   }
   for (const std::string& n : notes) o << "  note: " << n << "\n";
   return o.str();

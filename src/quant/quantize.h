@@ -10,7 +10,9 @@
 #include "ir/dim.h"
 #include "onnx/model_io.h"
 #include "quant/quant_report.h"
+#include "quant/mixed_precision.h"
 #include "quant/quantize_options.h"
+#include "quant/smoothquant.h"
 
 namespace octet::quant {
 
@@ -24,6 +26,10 @@ struct QuantizeJob {
   Bindings dims;             // where to count MACs (default: the first sample's shapes)
   SaveOptions save;
   bool progress = true;  // a progress bar on stderr while calibrating and evaluating
+  std::optional<SmoothingRequest> smoothing;  // --smoothquant ALPHA|auto
+  bool explain = false;                       // per-layer input statistics (--explain)
+  std::optional<double> max_drop;             // --max-drop: keep layers float until met
+  Metric metric = Metric::Cosine;             // --metric, for max_drop
 };
 
 // Writes job.output and returns the report. Every failure is an octet::Error naming the

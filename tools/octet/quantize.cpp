@@ -1,5 +1,6 @@
 // `octet quantize MODEL -o OUT`: post-training int8 quantization (src/quant/quantize.h),
 // with a report table on stdout (--json for the JSON form) and --report FILE.json.
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -17,8 +18,10 @@ namespace {
 
 struct Options {
   std::string model, out, mode, target = "octet", calib, calibration = "minmax", activation_type, attention = "int8",
-                                report;
+                                report, smoothquant, metric = "cosine";
   std::vector<std::string> exclude, dims;
+  double smooth_min_outlier = 4, max_drop = -1;
+  bool explain = false;
   size_t calib_samples = 0, sqnr_samples = 8;
   double percentile = 99.99, holdout = 0.2;
   bool per_tensor = false, keep_embeddings = false, json = false, external_data = false, force = false,
@@ -53,9 +56,27 @@ TARGETS (--target)
   tensorrt  static, symmetric int8 Q/DQ with constant scales and zero points 0; refuses
             dynamic mode. The graph is checked against the target's rules before writing.
 
+SMOOTHQUANT (--smoothquant ALPHA|auto, needs --calib)
+  For each input activation of MatMul/Gemm layers whose channels are uneven (outlier
+  ratio, the largest channel max|x| over the median one, >= --smooth-min-outlier, default
+  4; 0 smooths every one), scales s_j = max|X_j|^alpha / max|W_j|^(1-alpha) move range
+  from the activation into the weights: X/s times s*W. All layers reading one activation
+  share one s. 1/s is folded into a LayerNorm's gamma and beta, a per-channel Mul or a
+  preceding MatMul/Gemm when they own those parameters, into a copy of an elementwise
+  producer when its output has other readers, else into an explicit Mul; shared
+  constants are never changed. auto picks alpha in 0.0..1.0 (or none) per activation by
+  the layer's quantized output error on calibration rows. The report checks that the
+  smoothed float model matches the original and shows fidelity with and without it.
+
+MIXED PRECISION (--max-drop X [--metric cosine|top1|mse], needs --calib)
+  Keeps the fewest quantized layers in float such that the end-output metric on held-out
+  samples stays within X of fp32: 1 - cosine, 1 - top-1 agreement (logits outputs), or the
+  mean squared error. Layers are ranked by the drop each causes when quantized alone.
+
 REPORT
   Sizes before/after, share of MACs in int8, per-layer SQNR against float on calibration
   samples, end-output cosine / max abs error / top-1 agreement on held-out samples.
+  --explain adds each weight layer's input range, outlier ratio and smoothing scale.
 
 OUT is never the input model; an existing OUT is replaced only with --force. The exit
 status is 0 on success and 1 for any error (one line on stderr).)";
@@ -92,6 +113,22 @@ void quantize_command(const Options& o) {
   job.dims = parse_dim_bindings(o.dims);
   job.save.external_data = o.external_data;
   job.progress = !o.quiet;
+  if (!o.smoothquant.empty()) {
+    quant::SmoothingRequest r;
+    if (o.smoothquant != "auto") {
+      char* end = nullptr;
+      const double a = std::strtod(o.smoothquant.c_str(), &end);
+      if (end == o.smoothquant.c_str() || *end || !(a >= 0 && a <= 1))
+        fail("--smoothquant must be a number in [0, 1] or 'auto', got '", o.smoothquant, "'");
+      r.alpha = a;
+    }
+    if (!(o.smooth_min_outlier >= 0)) fail("--smooth-min-outlier must be >= 0, got ", o.smooth_min_outlier);
+    r.min_outlier_ratio = o.smooth_min_outlier;
+    job.smoothing = r;
+  }
+  job.explain = o.explain;
+  if (o.max_drop >= 0) job.max_drop = o.max_drop;
+  job.metric = quant::parse_metric(o.metric);
 
   const quant::QuantizeReport report = quant::quantize_model(job);
   const nlohmann::json j = report.to_json();
@@ -128,6 +165,15 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--exclude", opts->exclude, "Keep this node name or op type in float (repeatable)")
       ->type_name("NODE|OPTYPE")
       ->allow_extra_args(false);
+  cmd->add_option("--smoothquant", opts->smoothquant, "SmoothQuant with this alpha in [0, 1], or auto (see SMOOTHQUANT)")
+      ->type_name("ALPHA|auto");
+  cmd->add_option("--smooth-min-outlier", opts->smooth_min_outlier,
+                  "Smooth only activations with at least this outlier ratio (default 4; 0: all)");
+  cmd->add_option("--max-drop", opts->max_drop, "Keep layers float until the metric drop is at most X (see MIXED PRECISION)")
+      ->type_name("X")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--metric", opts->metric, "cosine (default) | top1 | mse, for --max-drop");
+  cmd->add_flag("--explain", opts->explain, "Per-layer input range, outlier ratio and smoothing scale in the table");
   cmd->add_option("--holdout", opts->holdout, "Share of samples held out for fidelity (default 0.2)");
   cmd->add_option("--sqnr-samples", opts->sqnr_samples, "Samples for per-layer SQNR (default 8)")->type_name("N");
   cmd->add_option("--dim", opts->dims, "Count MACs at these sizes, e.g. --dim batch=1 --dim seq=128")

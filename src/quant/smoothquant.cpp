@@ -1,0 +1,217 @@
+#include "quant/smoothquant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "quant/quant_params.h"
+#include "runtime/session.h"
+
+namespace octet::quant {
+namespace {
+
+// A group weight as [K, N] whatever its stored layout (Gemm transB=1 stores [N, K]).
+struct WeightView {
+  const float* data = nullptr;
+  int64_t k = 0, n = 0;
+  bool transposed = false;
+  float at(int64_t row, int64_t col) const { return transposed ? data[col * k + row] : data[row * n + col]; }
+};
+
+WeightView weight_view(const Graph& graph, const std::string& node_name) {
+  const Node* node = nullptr;
+  for (const Node* n : graph.nodes())
+    if (n->name() == node_name) node = n;
+  if (!node) fail("smoothing: node '", node_name, "' is not in the graph");
+  const Value* b = node->input(1);
+  if (!b || !b->constant() || b->constant()->dtype() != DType::Float32 || b->constant()->rank() != 2)
+    fail("smoothing: ", node->describe(), " has no constant 2-D float weight");
+  const Tensor& t = *b->constant();
+  const bool transposed = node->op_type() == "Gemm" && node->attr_int("transB", 0) != 0;
+  WeightView w;
+  w.data = t.data<float>();
+  w.transposed = transposed;
+  w.k = transposed ? t.shape()[1] : t.shape()[0];
+  w.n = transposed ? t.shape()[0] : t.shape()[1];
+  return w;
+}
+
+// The integer grid an activation of `params` lives on, as a float round trip.
+float fake_quant(float v, const QuantParams& p, int qmin, int qmax) {
+  const float q = std::nearbyint(v / p.scale) + static_cast<float>(p.zero_point);
+  return (std::clamp(q, static_cast<float>(qmin), static_cast<float>(qmax)) - static_cast<float>(p.zero_point)) * p.scale;
+}
+
+bool finite_row(const float* row, int64_t k) {
+  for (int64_t j = 0; j < k; ++j)
+    if (!std::isfinite(row[j])) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<SmoothGroup> find_smooth_groups(const Graph& graph, const QuantizePlan& plan) {
+  std::vector<SmoothGroup> groups;
+  std::map<const Value*, size_t> index;
+  for (const QuantizedNode& q : plan.nodes) {
+    const Node* n = q.node;
+    if (q.kind != QuantKind::Weight || !n->domain().empty()) continue;
+    if (n->op_type() != "MatMul" && n->op_type() != "Gemm") continue;
+    const Value* x = n->input(0);
+    const WeightView w = weight_view(graph, n->name());
+    if (x->type.dims && !x->type.dims->empty()) {
+      const Dim& last = x->type.dims->back();
+      if (last.is_constant() && last.value() != w.k) continue;  // not a plain [.., K] x [K, N] product
+    }
+    auto [it, fresh] = index.emplace(x, groups.size());
+    if (fresh) groups.push_back({x->name(), {}, w.k});
+    SmoothGroup& g = groups[it->second];
+    if (g.channels != w.k) fail("smoothing: ", n->describe(), " reads '", x->name(), "' with K=", w.k, ", another reader has K=", g.channels);
+    g.consumers.push_back(n->name());
+  }
+  return groups;
+}
+
+std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<const Graph> graph,
+                                                             const std::vector<SmoothGroup>& groups,
+                                                             const CalibrationSource& source,
+                                                             const std::vector<size_t>& samples, size_t keep_rows,
+                                                             const ProgressFn& progress) {
+  std::map<std::string, ChannelStatsObserver> stats;
+  for (const SmoothGroup& g : groups) stats.emplace(g.activation, ChannelStatsObserver(g.activation, g.channels, keep_rows));
+  Session session(std::move(graph));
+  size_t done = 0;
+  for (size_t index : samples) {
+    session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
+      if (auto it = stats.find(v.name()); it != stats.end()) it->second.observe(t);
+    });
+    if (progress) progress(++done, samples.size());
+  }
+  return stats;
+}
+
+std::vector<float> smoothing_scales(const std::vector<float>& act_abs_max, const std::vector<float>& weight_abs_max,
+                                    double alpha) {
+  if (act_abs_max.size() != weight_abs_max.size())
+    fail("smoothing: ", act_abs_max.size(), " activation channels but ", weight_abs_max.size(), " weight rows");
+  if (!(alpha >= 0 && alpha <= 1)) fail("smoothing: alpha ", alpha, " is outside [0, 1]");
+  std::vector<float> s(act_abs_max.size(), 1.0f);
+  for (size_t j = 0; j < s.size(); ++j) {
+    const double a = act_abs_max[j], w = weight_abs_max[j];
+    if (a <= 0 || w <= 0) continue;
+    s[j] = static_cast<float>(std::clamp(std::pow(a, alpha) / std::pow(w, 1 - alpha), 1e-5, 1e5));
+  }
+  return s;
+}
+
+std::vector<float> weight_abs_max(const Graph& graph, const SmoothGroup& group) {
+  std::vector<float> m(static_cast<size_t>(group.channels), 0.0f);
+  for (const std::string& name : group.consumers) {
+    const WeightView w = weight_view(graph, name);
+    for (int64_t j = 0; j < w.k; ++j)
+      for (int64_t c = 0; c < w.n; ++c) m[static_cast<size_t>(j)] = std::max(m[static_cast<size_t>(j)], std::fabs(w.at(j, c)));
+  }
+  return m;
+}
+
+double smoothing_error(const Graph& graph, const SmoothGroup& group, const ChannelStatsObserver& stats,
+                       const std::vector<float>& scale, const QuantizeOptions& options) {
+  const int64_t k = group.channels;
+  const std::vector<float> s = scale.empty() ? std::vector<float>(static_cast<size_t>(k), 1.0f) : scale;
+  // X / s over all samples lies in [min_j min_j / s_j, max_j max_j / s_j] (s > 0).
+  Range range{std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  for (int64_t j = 0; j < k; ++j) {
+    const size_t u = static_cast<size_t>(j);
+    if (stats.min()[u] > stats.max()[u]) continue;
+    range.lo = std::min(range.lo, stats.min()[u] / s[u]);
+    range.hi = std::max(range.hi, stats.max()[u] / s[u]);
+  }
+  if (range.lo > range.hi) return 0;
+  const QuantParams ap = activation_params(range, options.activation_type);
+  const int amin = ap.dtype == DType::UInt8 ? 0 : -127, amax = ap.dtype == DType::UInt8 ? 255 : 127;
+
+  std::vector<float> xq;  // kept rows of X / s, fake-quantized
+  std::vector<const float*> xs;
+  for (size_t r = 0; r < stats.rows(); ++r) {
+    const float* row = stats.sample_rows().data() + r * static_cast<size_t>(k);
+    if (!finite_row(row, k)) continue;
+    xs.push_back(row);
+    for (int64_t j = 0; j < k; ++j) xq.push_back(fake_quant(row[j] / s[static_cast<size_t>(j)], ap, amin, amax));
+  }
+  double error = 0;
+  for (const std::string& name : group.consumers) {
+    const WeightView w = weight_view(graph, name);
+    std::vector<float> ws(static_cast<size_t>(k * w.n));  // s * W as [K, N]
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t c = 0; c < w.n; ++c) ws[static_cast<size_t>(j * w.n + c)] = s[static_cast<size_t>(j)] * w.at(j, c);
+    std::vector<float> wq(ws.size());
+    if (options.per_channel_weights) {
+      const ChannelParams p = weight_params_per_channel(ws.data(), {k, w.n}, 1, DType::Int8, true, name);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        const float sc = p.scales[i % static_cast<size_t>(w.n)];
+        wq[i] = std::clamp(std::nearbyint(ws[i] / sc), -127.0f, 127.0f) * sc;
+      }
+    } else {
+      const QuantParams p = weight_params_per_tensor(ws.data(), ws.size(), DType::Int8, true, name);
+      for (size_t i = 0; i < ws.size(); ++i) wq[i] = std::clamp(std::nearbyint(ws[i] / p.scale), -127.0f, 127.0f) * p.scale;
+    }
+    for (size_t r = 0; r < xs.size(); ++r) {
+      const float* q = xq.data() + r * static_cast<size_t>(k);
+      for (int64_t c = 0; c < w.n; ++c) {
+        double exact = 0, approx = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          exact += static_cast<double>(xs[r][j]) * w.at(j, c);
+          approx += static_cast<double>(q[j]) * wq[static_cast<size_t>(j * w.n + c)];
+        }
+        error += (approx - exact) * (approx - exact);
+      }
+    }
+  }
+  return error;
+}
+
+std::vector<SmoothingDecision> decide_smoothing(const Graph& graph, const std::vector<SmoothGroup>& groups,
+                                                const std::map<std::string, ChannelStatsObserver>& stats,
+                                                const SmoothingRequest& request, const QuantizeOptions& options) {
+  std::vector<SmoothingDecision> out;
+  for (const SmoothGroup& g : groups) {
+    const ChannelStatsObserver& st = stats.at(g.activation);
+    SmoothingDecision d;
+    d.group = g;
+    const std::vector<float> act = st.abs_max();
+    d.act_min = *std::min_element(st.min().begin(), st.min().end());
+    d.act_max = *std::max_element(st.max().begin(), st.max().end());
+    d.outlier_ratio = outlier_ratio(act);
+    const bool have_rows = st.rows() > 0;
+    if (have_rows) d.error_plain = smoothing_error(graph, g, st, {}, options);
+    if (d.outlier_ratio < request.min_outlier_ratio) {
+      d.reason = "outlier ratio below " + std::to_string(request.min_outlier_ratio);
+      out.push_back(std::move(d));
+      continue;
+    }
+    const std::vector<float> wmax = weight_abs_max(graph, g);
+    if (request.alpha) {
+      d.smoothed = true;
+      d.alpha = *request.alpha;
+      d.scale = smoothing_scales(act, wmax, d.alpha);
+      d.reason = "fixed alpha";
+      if (have_rows) d.error_smoothed = smoothing_error(graph, g, st, d.scale, options);
+    } else {
+      if (!have_rows) fail("smoothing: --smoothquant auto needs kept rows for '", g.activation, "'");
+      double best = *d.error_plain;
+      for (int step = 0; step <= 10; ++step) {
+        const double alpha = step / 10.0;
+        std::vector<float> s = smoothing_scales(act, wmax, alpha);
+        const double e = smoothing_error(graph, g, st, s, options);
+        if (e < best) best = e, d.smoothed = true, d.alpha = alpha, d.scale = std::move(s);
+      }
+      d.reason = d.smoothed ? "auto: least error on the grid 0.0..1.0" : "auto: no alpha beat leaving it unsmoothed";
+      if (d.smoothed) d.error_smoothed = best;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace octet::quant

@@ -68,13 +68,21 @@ def min_cosine(fidelity):
 
 
 def check_invariant(name, alpha):
-    r = quantize_json(name, tmp(f"{name}_sq.onnx"), "--smoothquant", alpha, "--smooth-min-outlier", "0")
+    out = tmp(f"{name}_sq.onnx")
+    r = quantize_json(name, out, "--smoothquant", alpha, "--smooth-min-outlier", "0")
     s = r["smoothing"]
     assert s["max_relative_error"] <= 1e-5, f"smoothed float model differs by {s['max_relative_error']:.3g}"
     if alpha != "auto":
         assert all(g["smoothed"] for g in s["groups"]), [g for g in s["groups"] if not g["smoothed"]]
     assert min_cosine(r["fidelity"]) >= 0.99, r["fidelity"]
     assert s["fidelity_without_smoothing"], s
+    # Smoothing keeps the patterns whole: attention, GeLU and LayerNorm still fuse, and
+    # every quantized matmul still lowers to an int8 kernel.
+    code, _, err = run_octet(args.octet, "optimize", out, "-o", tmp(f"{name}_sq_opt.onnx"), "--force")
+    assert code == 0, err
+    ops = [n.op_type for n in onnx.load(tmp(f"{name}_sq_opt.onnx")).graph.node]
+    assert ops.count("QAttention") == 2 and "Erf" not in ops and "ReduceMean" not in ops, sorted(set(ops))
+    assert "MatMul" not in ops and "Gemm" not in ops, sorted(set(ops))
 
 
 for m in ("bert_tiny", "gpt2_tiny", "vit_tiny"):

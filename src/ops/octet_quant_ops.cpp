@@ -1,6 +1,7 @@
 // The int8 fused ops of the `octet` domain (docs/quantization.md §2).
 //
-//   octet.QMatMul(A, a_scale?, a_zero_point?, B, b_scale, b_zero_point?, bias?, residual?)
+//   octet.QMatMul(A, a_scale?, a_zero_point?, B, b_scale, b_zero_point?, bias?, residual?,
+//                 a_channel_scale?)
 //       attrs: activation = "" | "gelu" | "gelu_tanh", dynamic_type = "uint8" | "int8"
 //   Y = (per row m, column n) sa[m] * sb[n] * sum_k (qa[m,k] - za[m]) * (B[k,n] - zb[n])
 //       + bias[n], then the activation, then + residual. qa is A quantized with the given
@@ -47,9 +48,9 @@ void check_per_column(const InferContext& ctx, size_t i, const std::optional<Dim
 
 void infer_qmatmul(InferContext& ctx) {
   const Node& node = ctx.node();
-  if (ctx.num_inputs() > 8)
-    ctx.fail("takes at most 8 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual), got ",
-             ctx.num_inputs());
+  if (ctx.num_inputs() > 9)
+    ctx.fail("takes at most 9 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
+             "a_channel_scale), got ", ctx.num_inputs());
   if (!ctx.has_input(3) || !ctx.has_input(4)) ctx.fail("B (input 3) and b_scale (input 4) are required");
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -95,6 +96,16 @@ void infer_qmatmul(InferContext& ctx) {
     if (bias && n && known_differ((*bias)[0], *n))
       ctx.fail(describe_input(ctx, 6), " (bias) has ", (*bias)[0].to_string(), " elements but B has N = ",
                n->to_string());
+  }
+
+  if (ctx.has_input(8)) {
+    require_dtype(ctx, 8, DType::Float32);
+    const auto& c = ctx.input_dims(8);
+    const auto& a0 = ctx.input_dims(0);
+    if (c && c->size() != 1) ctx.fail(describe_input(ctx, 8), " (a_channel_scale) must be 1-D [K]");
+    if (c && a0 && !a0->empty() && known_differ((*c)[0], a0->back()))
+      ctx.fail(describe_input(ctx, 8), " (a_channel_scale) has ", (*c)[0].to_string(), " elements but A has K = ",
+               a0->back().to_string());
   }
 
   std::optional<DimVector> out;

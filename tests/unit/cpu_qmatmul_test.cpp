@@ -1,6 +1,7 @@
 // The oneDNN octet.QMatMul kernel (src/kernels/cpu/dnnl_qmatmul*.cpp) against the
 // reference kernel: edge shapes (M, K, N from 1 to 1000), rank-3 A, static and dynamic,
 // uint8 and int8 activations, per-tensor and per-column weights, bias, GeLU, residual,
+// a_channel_scale,
 // one and two threads, the fallbacks, the primitive cache, concurrent runs, and every ISA
 // level (oneDNN fixes its ISA per process: child processes with OCTET_ISA set; below
 // AVX-512 VNNI the product runs split in two, see dnnl_int8_gemm.h).
@@ -49,6 +50,7 @@ QCase variant(int64_t m, int64_t k, int64_t n, int i) {
   c.bias = i % 3 != 2;
   c.activation = i % 5 == 1 ? "gelu" : (i % 5 == 3 ? "gelu_tanh" : "");
   c.residual = i % 7 >= 4;
+  c.channel_scale = i % 11 >= 6;
   c.seed = static_cast<uint64_t>(i + 1);
   return c;
 }
@@ -81,6 +83,7 @@ TEST(CpuQMatMul, EveryParameterKindAndThreadCount) {
           c.activation = "gelu";
           c.residual = true;
           c.b_zero_point = true;  // explicit zeros are taken
+          c.channel_scale = per_column;
           EXPECT_EQ(check(c, threads), 1) << c.label();
         }
 }

@@ -42,6 +42,7 @@ struct QCase {
   bool bias = true;
   std::string activation;
   bool residual = false;
+  bool channel_scale = false;  // a_channel_scale (a folded smoothing Mul), values in [0.25, 1.75]
   uint64_t seed = 1;
 
   int64_t k() const { return a_shape.back(); }
@@ -54,7 +55,8 @@ struct QCase {
     std::ostringstream o;
     o << "A " << shape_to_string(a_shape) << " N " << n << (is_static ? " static " : " dynamic ")
       << dtype_name(act) << (per_column ? " per-column" : " per-tensor") << (bias ? " bias" : "")
-      << (activation.empty() ? "" : " " + activation) << (residual ? " residual" : "");
+      << (activation.empty() ? "" : " " + activation) << (residual ? " residual" : "")
+      << (channel_scale ? " channel-scale" : "");
     if (b_zero_point) o << " zb " << static_cast<int>(b_zero_value);
     return o.str();
   }
@@ -64,7 +66,7 @@ struct QCase {
 // constants. Activations in [-1, 1]; b_scale ~ 1 / (127 sqrt(K)) so outputs are ~1.
 inline std::vector<std::optional<Operand>> operands(const QCase& c) {
   const int64_t k = c.k(), n = c.n;
-  std::vector<std::optional<Operand>> ins(8);
+  std::vector<std::optional<Operand>> ins(9);
   ins[0] = Operand{mm::rand(c.a_shape, c.seed)};
   if (c.is_static) {
     // Asymmetric uint8 range a little narrower than A's, so some values saturate.
@@ -89,6 +91,11 @@ inline std::vector<std::optional<Operand>> operands(const QCase& c) {
   }
   if (c.bias) ins[6] = Operand{mm::rand({n}, c.seed + 3), true};
   if (c.residual) ins[7] = Operand{mm::rand(c.out_shape(), c.seed + 4)};
+  if (c.channel_scale) {
+    Tensor cs = mm::rand({k}, c.seed + 5);
+    for (int64_t i = 0; i < k; ++i) cs.mutable_data<float>()[i] = 1.0f + 0.75f * cs.data<float>()[i];
+    ins[8] = Operand{cs, true};
+  }
   while (!ins.empty() && !ins.back()) ins.pop_back();
   return ins;
 }

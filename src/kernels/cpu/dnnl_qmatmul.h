@@ -79,6 +79,7 @@ class QMatMulState : public KernelState {
   int32_t za_ = 0;                // static a_zero_point, uint8 domain (+128 for int8)
   std::vector<float> sb_;         // b_scale per column
   std::vector<float> bias_;       // empty: none
+  std::vector<float> channel_scale_;  // a_channel_scale (empty: none)
   Activation activation_ = Activation::None;
   bool residual_ = false;
   // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.

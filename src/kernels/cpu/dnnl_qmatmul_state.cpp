@@ -23,7 +23,7 @@ bool one_element(const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }
 std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   std::unique_ptr<QMatMulState> s(new QMatMulState());
   const Value* a = node.input(0);
-  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 8) return nullptr;
+  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 9) return nullptr;
   const Tensor* b = constant_input(node, 3);
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
   const int64_t k = b->shape()[0], n = b->shape()[1];
@@ -49,6 +49,11 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   if (node.input(7)) {
     if (node.input(7)->type.dtype != DType::Float32) return nullptr;
     s->residual_ = true;
+  }
+  if (node.input(8)) {
+    const Tensor* c = constant_input(node, 8);
+    if (!c || c->dtype() != DType::Float32 || c->rank() != 1 || c->numel() != k) return nullptr;
+    s->channel_scale_.assign(c->data<float>(), c->data<float>() + k);
   }
   const std::string act = node.attr_string("activation", "");
   if (act == "gelu") s->activation_ = Activation::GeluErf;
@@ -99,8 +104,15 @@ void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uin
                                  int32_t* za) const {
   const cpu::QuantTable& q = cpu::quant_ops();
   const int64_t k = gemm_->k();
+  // A smoothing Mul folded in (a_channel_scale): each row is scaled in a buffer that stays
+  // in cache, instead of a whole-tensor pass before the matmul.
+  std::vector<float> scaled(channel_scale_.empty() ? 0 : static_cast<size_t>(k));
   for (int64_t m = begin; m < end; ++m) {
     const float* x = a + m * k;
+    if (!channel_scale_.empty()) {
+      cpu::binary(cpu::BinaryOp::Mul, x, channel_scale_.data(), scaled.data(), k);
+      x = scaled.data();
+    }
     cpu::RowParams p{sa_, za_};
     if (!static_ && int8_activation_) {
       p = cpu::dynamic_int8_params(q.abs_max(x, k));

@@ -1,6 +1,8 @@
 // Reference kernel for octet.QMatMul (docs/quantization.md §2, src/ops/octet_quant_ops.cpp).
 //
 // Written straight from the definition, as the oracle the int8 kernels are tested against:
+// 0. With a_channel_scale c, A is first multiplied by c along its last axis (float32
+//    products, exactly as a separate Mul would compute them).
 // 1. qa: A quantized as ONNX QuantizeLinear does it (x / scale as a float32 division,
 //    round half to even, + zero point, saturate; NaN gives the zero point), with the
 //    node's a_scale/a_zero_point, or per row (dynamic: DynamicQuantizeLinear's rule on
@@ -74,6 +76,7 @@ void qmatmul_kernel(KernelContext& ctx) {
   const Tensor* b_zp = ctx.optional_input(5);
   const Tensor* bias = ctx.optional_input(6);
   const Tensor* residual = ctx.optional_input(7);
+  const Tensor* channel_scale = ctx.optional_input(8);
 
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -91,6 +94,14 @@ void qmatmul_kernel(KernelContext& ctx) {
   std::vector<float> sa(static_cast<size_t>(rows));
   std::vector<int32_t> za(static_cast<size_t>(rows)), qa(static_cast<size_t>(rows * K));
   const float* pa = a.data<float>();
+  std::vector<float> scaled_a;
+  if (channel_scale) {
+    if (channel_scale->dtype() != DType::Float32 || channel_scale->rank() != 1 || channel_scale->numel() != K)
+      ctx.fail("a_channel_scale must be float32 [", K, "], got ", channel_scale->describe());
+    scaled_a.resize(static_cast<size_t>(rows * K));
+    for (int64_t i = 0; i < rows * K; ++i) scaled_a[i] = pa[i] * channel_scale->data<float>()[i % K];
+    pa = scaled_a.data();
+  }
   if (a_scale) {
     if (a_scale->dtype() != DType::Float32 || a_scale->numel() != 1 || a_scale->rank() > 1)
       ctx.fail("a_scale must be a float32 scalar, got ", a_scale->describe());

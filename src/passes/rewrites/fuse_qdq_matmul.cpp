@@ -16,6 +16,11 @@
 // readers and dead code elimination takes them otherwise. A Gemm needs transA=0,
 // alpha=1, and a C that is a 1-D [N] constant with beta=1 (or no C); with transB=1 W_q is
 // transposed into a new initializer (never the original, which may be shared).
+//
+// A Mul of x by a constant per-channel vector c ([K], or [1, .., K]) whose only readers
+// are QuantizeLinear nodes (SmoothQuant's explicit 1/s, docs/quantization.md §5) folds
+// into the QMatMul as a_channel_scale: the kernel scales each row while quantizing it,
+// so the Mul's pass over memory disappears and the result is the same float32 products.
 #include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/rewrites.h"
@@ -36,6 +41,7 @@ struct Match {
   FakeQuant a;
   WeightSide w;
   Value* bias = nullptr;
+  Value* channel_scale = nullptr;  // a folded Mul(x, c): c
   int64_t n = 0;
 };
 
@@ -71,6 +77,24 @@ Value* bias_of(Value* v, int64_t n) {
   return v;
 }
 
+// Mul(x0, c) with c a float constant of K values along the last axis, read only by
+// QuantizeLinear nodes: returns c and sets *x0.
+Value* smoothing_mul(const Value* x, int64_t k, Value** x0) {
+  Node* mul = producer(x, "Mul");
+  if (!mul || mul->inputs().size() != 2 || x->is_graph_output()) return nullptr;
+  for (const Use& u : x->uses())
+    if (!is_op(u.node, "QuantizeLinear")) return nullptr;
+  for (size_t slot = 0; slot < 2; ++slot) {
+    Value* c = mul->input(slot);
+    Value* other = mul->input(1 - slot);
+    if (!bias_of(c, k) || constant_value(other) || other->type.dtype != DType::Float32) continue;
+    if (!other->type.dims || other->type.dims->size() < static_cast<size_t>(constant_value(c)->rank())) continue;
+    *x0 = other;
+    return c;
+  }
+  return nullptr;
+}
+
 bool match(Node* node, Match& m) {
   m = Match{};
   m.node = node;
@@ -88,6 +112,7 @@ bool match(Node* node, Match& m) {
   m.w = *w;
   const Tensor* data = constant_value(w->data);
   m.n = data->shape()[w->transposed ? 0 : 1];
+  m.channel_scale = smoothing_mul(m.a.x, data->shape()[w->transposed ? 1 : 0], &m.a.x);
   if (gemm) {
     if (Value* c = node->input(2)) {
       if (node->attr_float("beta", 1.0f) != 1.0f || !(m.bias = bias_of(c, m.n))) return false;
@@ -116,7 +141,16 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   if (bias && constant_value(bias)->rank() != 1)
     bias = patch.add_initializer(bias->name() + "_1d", Tensor(DType::Float32, {m.n}, constant_value(bias)->buffer()));
   std::vector<Value*> inputs = {m.a.x, m.a.scale, m.a.zero_point, data, m.w.scale, m.w.zero_point};
-  if (bias) inputs.push_back(bias);
+  if (bias || m.channel_scale) inputs.push_back(bias);
+  if (m.channel_scale) {
+    Value* c = m.channel_scale;
+    if (constant_value(c)->rank() != 1) {
+      const int64_t k = constant_value(c)->numel();
+      c = patch.add_initializer(c->name() + "_1d", Tensor(DType::Float32, {k}, constant_value(c)->buffer()));
+    }
+    inputs.push_back(nullptr);  // residual
+    inputs.push_back(c);
+  }
   Node* fused = patch.add_node("QMatMul", inputs, 1, {}, "octet", m.node->name() + "_int8");
   Value* out = m.add ? m.add->output(0) : m.node->output(0);
   patch.replace_uses(out, fused->output(0));

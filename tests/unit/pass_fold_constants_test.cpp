@@ -95,6 +95,25 @@ TEST(FoldConstants, Level2FoldsDequantizeNoMatmulReads) {
   auto multiplied = make("MatMul");
   run_pass(*multiplied, passes::fold_constants());
   EXPECT_EQ(count_ops(*multiplied, "DequantizeLinear"), 1);
+
+  // A Gemm's C is a bias, not an int8 operand: onnxruntime's quantizer stores it as
+  // DequantizeLinear of int32, folded to the float bias; B's DequantizeLinear stays.
+  PassGraph b;
+  b.input("x", DType::Float32, {3, 2});
+  b.init("w", Tensor::from_vector<int8_t>({2, 2}, {10, -10, 4, 2}));
+  b.init("ws", Tensor::scalar<float>(0.5f));
+  b.init("c", Tensor::from_vector<int32_t>({2}, {100, -7}));
+  b.init("cs", Tensor::scalar<float>(0.25f));
+  b.node("DequantizeLinear", {"w", "ws"}, {"wd"});
+  b.node("DequantizeLinear", {"c", "cs"}, {"cd"});
+  b.node("Gemm", {"x", "wd", "cd"}, {"y"});
+  b.output("y");
+  auto gemm = b.done();
+  run_pass(*gemm, passes::fold_constants());
+  EXPECT_EQ(count_ops(*gemm, "DequantizeLinear"), 1);
+  const Value* bias = gemm->value("y")->producer()->input(2);
+  ASSERT_TRUE(bias->constant());
+  EXPECT_FLOAT_EQ(bias->constant()->data<float>()[0], 25.0f);
 }
 
 TEST(FoldConstants, AValueASubgraphReadsIsNotReplaced) {

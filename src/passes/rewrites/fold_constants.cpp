@@ -27,10 +27,12 @@
 namespace octet::passes {
 namespace {
 
-// A reader fuse_qdq_matmul may turn into an int8 matmul.
+// Read as an operand (A or B) that fuse_qdq_matmul may turn into an int8 matmul. A Gemm's
+// C is a bias: onnxruntime's quantizer writes it as DequantizeLinear of int32, which is
+// folded to the float bias the int8 kernel takes.
 bool read_by_int8_matmul(const Node& dq) {
   for (const Use& u : dq.output(0)->uses())
-    if (is_op(u.node, "MatMul") || is_op(u.node, "Gemm")) return true;
+    if ((is_op(u.node, "MatMul") || is_op(u.node, "Gemm")) && u.index < 2) return true;
   return false;
 }
 

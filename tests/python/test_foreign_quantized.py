@@ -1,0 +1,107 @@
+"""Quantized models made by onnxruntime's own quantizer run in octet on its int8 kernels
+(issue 5: "also runs quantized models made by other tools").
+
+(a) quantize_dynamic (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul): every
+    MatMulInteger and DynamicQuantizeLinear runs an optimized kernel; outputs match
+    onnxruntime's on the same file.
+(b) quantize_static, QDQ format, per-channel weights: every weight matmul (MatMul + bias
+    Add, and Gemm whose bias onnxruntime stores as DequantizeLinear of int32) becomes an
+    octet.QMatMul; outputs match onnxruntime's.
+(c) quantize_static, QOperator format: onnxruntime writes com.microsoft contrib ops
+    (QLinearAdd, QGemm, ...); octet refuses the file with one line naming them, exit 1."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+from harness import Tally, parse_args, run_octet
+
+args = parse_args()
+t = Tally("foreign_quantized")
+TMP = tempfile.TemporaryDirectory(prefix="octet_foreign_quant_test_")
+SRC = os.path.join(args.source_dir, "tests/models/fixtures/bert_tiny.onnx")
+CALIB = os.path.join(TMP.name, "calib")
+subprocess.run([sys.executable, os.path.join(args.source_dir, "tests/models/make_calibration.py"), CALIB,
+                "--samples", "10", "--seq", "32"], check=True, capture_output=True)
+SAMPLES = sorted(glob.glob(os.path.join(CALIB, "bert_tiny", "*.npz")))
+WEIGHT_MATMULS = 14  # bert_tiny: Q, K, V, output, FFN in/out per layer (2 layers) + pooler and classifier Gemm
+
+
+def tmp(name):
+    return os.path.join(TMP.name, name)
+
+
+class Reader(CalibrationDataReader):
+    def __init__(self, files):
+        self.files = iter(files)
+
+    def get_next(self):
+        f = next(self.files, None)
+        if f is None:
+            return None
+        with np.load(f) as z:
+            return {k: z[k] for k in z.files}
+
+
+def feeds():
+    with np.load(SAMPLES[-1]) as z:
+        return {k: z[k] for k in z.files}
+
+
+def check_matches_ort(path):
+    ref_sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in ref_sess.get_outputs()], ref_sess.run(None, feeds())))
+    code, _, err = run_octet(args.octet, "run", path, "--input", SAMPLES[-1], "--out", tmp("out.npz"))
+    assert code == 0, err
+    with np.load(tmp("out.npz")) as got:
+        for k, v in want.items():
+            a, b = v.ravel().astype(np.float64), got[k].ravel().astype(np.float64)
+            cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+            assert cos > 0.9999, f"{k}: octet vs onnxruntime cosine {cos:.6f}"
+
+
+def bench_report(path):
+    code, out, err = run_octet(args.octet, "bench", path, "--input", SAMPLES[-1], "--warmup", "1", "--iters", "2",
+                               "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def check_dynamic():
+    path = tmp("ort_dynamic.onnx")
+    quantize_dynamic(SRC, path, weight_type=QuantType.QInt8)
+    ops = [n.op_type for n in onnx.load(path).graph.node]
+    assert ops.count("MatMulInteger") == WEIGHT_MATMULS, ops.count("MatMulInteger")
+    check_matches_ort(path)
+    slow = bench_report(path)["reference_ops"]
+    assert not any("MatMulInteger" in k or "DynamicQuantizeLinear" in k for k in slow), slow
+
+
+def check_static_qdq():
+    path = tmp("ort_qdq.onnx")
+    quantize_static(SRC, path, Reader(SAMPLES[:8]), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    check_matches_ort(path)
+    r = bench_report(path)
+    assert r["fused_ops"].get("octet.QMatMul") == WEIGHT_MATMULS, r["fused_ops"]
+
+
+def check_qoperator_refused():
+    path = tmp("ort_qop.onnx")
+    quantize_static(SRC, path, Reader(SAMPLES[:8]), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    code, _, err = run_octet(args.octet, "run", path, "--input", SAMPLES[-1])
+    assert code == 1 and "com.microsoft::QLinearAdd" in err and len(err.strip().splitlines()) == 1, err
+
+
+t.check("onnxruntime quantize_dynamic model: int8 kernels, outputs match onnxruntime", check_dynamic)
+t.check("onnxruntime quantize_static QDQ model: every weight matmul is octet.QMatMul, outputs match", check_static_qdq)
+t.check("onnxruntime QOperator model with com.microsoft ops: one clear line, exit 1", check_qoperator_refused)
+t.finish()

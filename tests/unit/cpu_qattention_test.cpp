@@ -184,7 +184,7 @@ TEST(CpuQAttention, NonFloat32QFallsBackToReference) {
 // ---- timings (printed, never asserted)
 
 TEST(CpuQAttentionBench, PrintOneThreadTimings) {
-  for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {3, 197, 64}}) {
+  for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {8, 128, 64}, {3, 197, 64}}) {
     const QCase c = with_u8(shape(1, s, s, h, d, d));
     auto qg = qattention_graph(c);
     const NamedTensors in = qattention_inputs(c);

@@ -145,8 +145,9 @@ def make_inputs(path, dims, seed):
     return feeds
 
 
-def run_engine(engine, args, path, dims, inputs_npz, out_npz):
-    """One engine in its own process; returns its JSON report, or {"skipped": why}."""
+def run_engine(engine, args, path, dims, inputs_npz, out_npz, octet_extra=()):
+    """One engine in its own process; returns its JSON report, or {"skipped": why}.
+    octet_extra: more `octet bench` options (bench/int8.py passes --profile)."""
     common = ["--warmup", str(args.warmup), "--iters", str(args.iters), "--threads", str(args.threads)]
     if engine.startswith("octet"):
         if not os.access(args.octet, os.X_OK):
@@ -155,6 +156,7 @@ def run_engine(engine, args, path, dims, inputs_npz, out_npz):
         cmd += [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
         if engine == "octet-reference":
             cmd.append("--reference")
+        cmd += list(octet_extra)
     else:
         cmd = [sys.executable, os.path.join(HERE, "engines.py"), engine, path, inputs_npz, out_npz, *common]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -167,7 +169,8 @@ def run_engine(engine, args, path, dims, inputs_npz, out_npz):
     # The table and the JSON keep the same fields for every engine.
     keep = ("p50_ms", "p90_ms", "mean_ms", "min_ms", "max_ms", "peak_rss_mb", "threads", "iters", "warmup",
             "throughput_per_s", "tokens_per_s", "timing_ms", "version", "rss_after_imports_mb", "settings",
-            "optimized_nodes", "reference_nodes", "reference_ops", "nodes", "cpu", "model_mb", "samples_ms")
+            "optimized_nodes", "reference_nodes", "reference_ops", "nodes", "cpu", "model_mb", "samples_ms",
+            "profile")
     return {k: report[k] for k in keep if k in report}
 
 

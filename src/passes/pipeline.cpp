@@ -85,8 +85,8 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     // Quantized matmuls before MatMul+bias, which would otherwise take their bias Add.
     // Attention after the projections became octet.MatMulBias (its Q/K/V are their
     // outputs); the epilogue fusion last: it folds the Gelus and MatMulBias nodes the
-    // others wrote.
-    for (Pass p : {fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_qdq_matmul(),
+    // others wrote. Quantized embedding rows first: independent of the rest.
+    for (Pass p : {gather_quantized_rows(), fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_qdq_matmul(),
                    fuse_matmul_bias(), fuse_attention(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }

@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
+#include "kernels/cpu/qattention.h"
 #include "kernels/kernel.h"
 #include "qattention_test_util.h"
 
@@ -33,17 +35,24 @@ Totals check(const QCase& c, const NamedTensors& in) {
   Totals t;
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel isa(level);
-    for (int threads : {1, 2}) {
-      SessionOptions opts;
-      opts.threads = threads;
-      Session s(g, opts);
-      EXPECT_EQ(s.optimized_nodes(), 1) << c.describe();
-      const Tensor got = s.run(in)[0].second;
-      const std::string what = c.describe() + " isa " + isa_name(level) + " threads " + std::to_string(threads);
-      const QCompare r = compare_qattention(got, want, c, what);
-      t.elements += r.elements;
-      t.loose += r.loose;
+    // At the AVX-512 level: the VNNI task (where the CPU has it) and the plain one.
+    const bool both = level == IsaLevel::Avx512 && cpu::qattn::vnni_available();
+    for (bool vnni : both ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+      cpu::qattn::set_vnni_allowed(vnni);
+      for (int threads : {1, 2}) {
+        SessionOptions opts;
+        opts.threads = threads;
+        Session s(g, opts);
+        EXPECT_EQ(s.optimized_nodes(), 1) << c.describe();
+        const Tensor got = s.run(in)[0].second;
+        const std::string what = c.describe() + " isa " + isa_name(level) + (both && vnni ? "+vnni" : "") +
+                                 " threads " + std::to_string(threads);
+        const QCompare r = compare_qattention(got, want, c, what);
+        t.elements += r.elements;
+        t.loose += r.loose;
+      }
     }
+    cpu::qattn::set_vnni_allowed(true);
   }
   return t;
 }
@@ -184,7 +193,7 @@ TEST(CpuQAttention, NonFloat32QFallsBackToReference) {
 // ---- timings (printed, never asserted)
 
 TEST(CpuQAttentionBench, PrintOneThreadTimings) {
-  for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {3, 197, 64}}) {
+  for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {8, 128, 64}, {3, 197, 64}}) {
     const QCase c = with_u8(shape(1, s, s, h, d, d));
     auto qg = qattention_graph(c);
     const NamedTensors in = qattention_inputs(c);
@@ -199,9 +208,15 @@ TEST(CpuQAttentionBench, PrintOneThreadTimings) {
     std::printf("[ timing   ] B1 H%lld S%lld D%lld, one thread:", (long long)h, (long long)s, (long long)d);
     for (IsaLevel level : available_isas()) {
       ScopedIsaLevel scoped(level);
-      const double tq = best_us_per_call(*qg->nodes().at(0), qin, KernelRegistry::optimized().find("octet", "QAttention"), 20000);
-      const double tf = best_us_per_call(*fg->nodes().at(0), fin, KernelRegistry::optimized().find("octet", "Attention"), 20000);
-      std::printf(" | %s QAttention %.1f us, Attention %.1f us (%.2fx)", isa_name(level), tq, tf, tf / tq);
+      const bool both = level == IsaLevel::Avx512 && cpu::qattn::vnni_available();
+      for (bool vnni : both ? std::vector<bool>{false, true} : std::vector<bool>{true}) {
+        cpu::qattn::set_vnni_allowed(vnni);
+        const double tq = best_us_per_call(*qg->nodes().at(0), qin, KernelRegistry::optimized().find("octet", "QAttention"), 20000);
+        const double tf = best_us_per_call(*fg->nodes().at(0), fin, KernelRegistry::optimized().find("octet", "Attention"), 20000);
+        std::printf(" | %s%s QAttention %.1f us, Attention %.1f us (%.2fx)", isa_name(level), both && vnni ? "+vnni" : "",
+                    tq, tf, tf / tq);
+      }
+      cpu::qattn::set_vnni_allowed(true);
     }
     std::printf("\n");
   }

@@ -138,7 +138,7 @@ std::string render_bench_text(const json& r) {
     out << "profile:     time per op type, per run (separate profiled runs)\n";
     for (const json& row : r["profile"])
       out << "  " << std::left << std::setw(26) << row["op"].get<std::string>() << std::right << std::setw(10)
-          << row["kernel"].get<std::string>() << std::setw(5) << row["nodes"] << " node(s) " << std::setw(10)
+          << row["kernel"].get<std::string>() << std::setw(5) << row["nodes"].get<int>() << " node(s) " << std::setw(10)
           << ms(row["ms_per_run"]) << std::setw(7) << fixed(100 * row["share"].get<double>(), 1) << "%\n";
   }
   if (r.contains("outputs_file")) out << "outputs:     " << r["outputs_file"].get<std::string>() << "\n";

@@ -4,8 +4,8 @@
 //
 // Q, K and V are quantized per tensor as QuantizeLinear does and kept centered (q - zp,
 // within [-255, 255]) as int16, so the zero points cost nothing in the inner loops; Q.K^T
-// and P.V run as VPMADDWD (two int16 products summed into an int32 lane) with exact int32
-// accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
+// and P.V run as VPMADDWD (two int16 products summed into an int32 lane; VPDPWSSD, which
+// also adds, where the CPU has AVX512-VNNI) with exact int32 accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
 // softmax, and each P row is quantized to the p zero point's type before the P.V product.
 // Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
 // rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
@@ -15,6 +15,7 @@
 // run time: Sk = 0 or Dk = 0 (nothing to multiply), and head sizes or lengths whose sums
 // could leave int32 (255 * 255 * n >= 2^31, n > 33000), which no transformer has.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -39,9 +40,13 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // The longest dot product whose centered terms (|q - zp| <= 255) sum exactly in int32.
 constexpr int64_t kMaxExactTerms = std::numeric_limits<int32_t>::max() / (255 * 255) - 1;
 
+std::atomic<bool> g_vnni_allowed{true};
+
 cpu::qattn::TaskFn task_for(IsaLevel level) {
   switch (level) {
-    case IsaLevel::Avx512: return cpu::qattn::task_avx512;
+    case IsaLevel::Avx512:
+      return cpu::qattn::vnni_available() && cpu::qattn::vnni_allowed() ? cpu::qattn::task_avx512_vnni
+                                                                          : cpu::qattn::task_avx512;
     case IsaLevel::Avx2: return cpu::qattn::task_avx2;
     default: return cpu::qattn::task_generic;
   }
@@ -114,6 +119,17 @@ void qattention_f32(KernelContext& ctx) {
 }
 
 }  // namespace
+
+namespace cpu::qattn {
+
+bool vnni_available() {
+  static const bool has = __builtin_cpu_supports("avx512vnni");
+  return has;
+}
+void set_vnni_allowed(bool allowed) { g_vnni_allowed.store(allowed, std::memory_order_relaxed); }
+bool vnni_allowed() { return g_vnni_allowed.load(std::memory_order_relaxed); }
+
+}  // namespace cpu::qattn
 
 void register_cpu_qattention(KernelRegistry& r) { r.add("octet", "QAttention", KernelDef{qattention_f32, prepare}); }
 

@@ -72,5 +72,12 @@ using TaskFn = void (*)(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t
 void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+
+// At the AVX-512 level the VNNI task runs where the CPU has AVX512-VNNI. Tests turn it off
+// (process-wide; switch only while no session runs) to check the plain AVX-512 task too.
+bool vnni_available();
+void set_vnni_allowed(bool allowed);
+bool vnni_allowed();
 
 }  // namespace octet::cpu::qattn

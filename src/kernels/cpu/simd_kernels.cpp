@@ -6,6 +6,7 @@ void register_cpu_simd_kernels(KernelRegistry& r) {
   register_cpu_softmax_norm(r);
   register_cpu_activation(r);
   register_cpu_binary(r);
+  register_cpu_cast(r);
 }
 
 void run_reference(KernelContext& ctx) {

@@ -50,6 +50,27 @@ bool excluded_op(const Node& n, const OptimizeOptions& options) {
   return false;
 }
 
+// True when inference already knows an output is larger than the fold budget: the kernel
+// need not run only for its result to be thrown away (a quantized embedding table's
+// DequantizeLinear would otherwise dequantize tens of MB at every optimize).
+bool known_too_large(const Node& n, size_t max_bytes) {
+  for (const Value* out : n.outputs()) {
+    if (!out || !out->type.known() || !out->type.dims) continue;
+    int64_t numel = 1;
+    bool all_known = true;
+    for (const Dim& d : *out->type.dims) {
+      auto c = d.constant();
+      if (!c) {
+        all_known = false;
+        break;
+      }
+      numel *= *c;
+    }
+    if (all_known && dtype_storage_bytes(out->type.dtype, numel) > max_bytes) return true;
+  }
+  return false;
+}
+
 // True when the kernel's result fits what inference promised (dtype, rank, known dims).
 bool matches_type(const Tensor& t, const TensorType& type) {
   if (type.known() && type.dtype != t.dtype()) return false;
@@ -78,7 +99,7 @@ bool run(Graph& g, PassContext& ctx) {
         used |= !out->uses().empty();
         interface |= out->is_graph_output() || read_by_subgraph(out);
       }
-    if (!used || interface) continue;
+    if (!used || interface || known_too_large(*n, options.fold_max_bytes)) continue;
     std::vector<const Tensor*> inputs;
     bool all_constant = true;
     for (const Value* v : n->inputs()) {

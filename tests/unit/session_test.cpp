@@ -66,7 +66,9 @@ TEST(Session, ObserverSeesEveryValueOnce) {
   for (const char* input : {"input_ids", "attention_mask", "token_type_ids"}) EXPECT_EQ(seen[input], 1);
   for (const Node* n : graph->nodes())
     for (const Value* o : n->outputs())
-      if (o && !o->uses().empty()) EXPECT_EQ(seen[o->name()], 1) << o->name();
+      if (o && !o->uses().empty()) {
+        EXPECT_EQ(seen[o->name()], 1) << o->name();
+      }
   const Tensor& y = expected[0].second;
   ASSERT_EQ(observed_output.size(), static_cast<size_t>(y.numel()));
   EXPECT_EQ(0, std::memcmp(observed_output.data(), y.raw(), y.bytes()));

@@ -50,12 +50,14 @@ void cancel_casts(Graph& graph, RewriteLog& log) {
       if (!same || !passes::can_replace(out, same)) continue;
       if (out->is_graph_output() && (same->is_graph_input() || same->is_initializer() || same->is_graph_output()))
         continue;  // the output must keep its own name and producer
+      // Said before apply(), which frees the Cast and its output.
+      const std::string what = std::string(same == in ? "same-type Cast '" : "round-trip Cast pair ending at '") +
+                               out->name() + "'";
       GraphPatch patch(graph);
       patch.replace_uses(out, same);
       patch.remove_node(n);
       patch.apply();
-      log.note("removed " + std::string(same == in ? "same-type Cast '" : "round-trip Cast pair ending at '") +
-               out->name() + "'");
+      log.note("removed " + what);
       changed = true;
       break;  // the node list changed
     }

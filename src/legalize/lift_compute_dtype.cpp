@@ -38,19 +38,22 @@ class Lifter {
     return it == original_.end() ? v->type.dtype : it->second;
   }
 
-  // The type variable and 16-bit float type the node computes in, if any.
-  std::optional<std::pair<std::string, DType>> half_compute(const Node& node, const check::NodeSchema& s) const {
+  // The type variables the node binds to a 16-bit float (Pow's base T and exponent T1
+  // separately), each with its type.
+  std::map<std::string, DType> half_vars(const Node& node, const check::NodeSchema& s) const {
+    std::map<std::string, DType> out;
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const check::FormalParam* p = s.input_param(i);
       const Value* v = node.input(i);
       if (!p || !v || !is_half(original(v)) || !allows(s, p->type_str, DType::Float32)) continue;
-      return std::make_pair(p->type_str, original(v));
+      out.emplace(p->type_str, original(v));
     }
-    return std::nullopt;
+    return out;
   }
 
-  bool target_lacks(const Node& node, const check::NodeSchema& s, const std::string& var, DType t) const {
-    if (!allows(s, var, t)) return true;  // the spec itself has no such combination
+  bool target_lacks(const Node& node, const check::NodeSchema& s, const std::map<std::string, DType>& halves) const {
+    for (const auto& [var, t] : halves)
+      if (!allows(s, var, t)) return true;  // the spec itself has no such combination
     if (options_.target != Target::Ort) return false;
     check::TypeBinding b;
     for (size_t i = 0; i < node.inputs().size(); ++i)
@@ -61,8 +64,8 @@ class Lifter {
         b.emplace(p->type_str, node.output(i)->type.dtype);
     auto half = check::ort_cpu_implements(node.op_type(), s.node_opset, b);
     if (!half || *half) return false;
-    for (auto& [k, d] : b)
-      if (d == t) d = DType::Float32;
+    for (auto& [var, d] : b)
+      if (halves.count(var)) d = DType::Float32;
     auto lifted = check::ort_cpu_implements(node.op_type(), s.node_opset, b);
     return !lifted || *lifted;  // lifting helps only if float32 is implemented
   }
@@ -70,16 +73,16 @@ class Lifter {
   void visit(Node& node) {
     if (node.domain().empty() && node.op_type() == "Cast") return;  // converts whatever it reads
     auto schema = check::find_onnx_schema(node);
-    std::optional<std::pair<std::string, DType>> half;
-    if (schema) half = half_compute(node, *schema);
+    std::map<std::string, DType> halves;
+    if (schema) halves = half_vars(node, *schema);
     const bool lift =
-        half && (options_.compute == ComputeDType::Float32 || target_lacks(node, *schema, half->first, half->second));
+        !halves.empty() && (options_.compute == ComputeDType::Float32 || target_lacks(node, *schema, halves));
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       Value* v = node.input(i);
       if (!v) continue;
       const check::FormalParam* p = schema ? schema->input_param(i) : nullptr;
-      const bool in_lifted_var = lift && p && p->type_str == half->first;
-      if (in_lifted_var && original(v) == half->second) {
+      auto var = p ? halves.find(p->type_str) : halves.end();
+      if (lift && var != halves.end() && original(v) == var->second) {
         if (v->type.dtype != DType::Float32) casts_.set_input(&node, i, casts_.as_type(v, DType::Float32));
       } else if (original(v) != v->type.dtype) {
         casts_.set_input(&node, i, casts_.as_type(v, original(v)));  // a reader that was not lifted
@@ -91,7 +94,7 @@ class Lifter {
     for (size_t i = 0; i < node.outputs().size(); ++i)
       if (Value* o = node.output(i); o && o->type.dtype != before[i]) original_[o] = before[i];
     if (lift)
-      log_.note(node.describe() + ": computes in float32 instead of " + dtype_name(half->second) +
+      log_.note(node.describe() + ": computes in float32 instead of " + dtype_name(halves.begin()->second) +
                 (options_.compute == ComputeDType::Float32 ? " (--compute-dtype fp32)"
                                                            : std::string(" (") + quant::target_name(options_.target) +
                                                                  " has no kernel for it)"));

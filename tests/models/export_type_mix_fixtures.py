@@ -13,6 +13,12 @@ quantlinear_gptq.onnx
     subtracts the zeros, multiplies by the scales and runs x @ W + bias in float16.
     torch's type promotion makes the exporter insert Cast(int32 -> float16) where the
     unpacked integers meet the float16 scales.
+quantlinear_gptq_actorder.onnx
+    The same with act-order (desc_act): g_idx scatters each group's rows.
+quantlinear_awq.onnx
+    An AWQ-style q_proj (in 128 -> out 32, group 64): qweight [K, N/8] and qzeros
+    [G, N/8] packed along the output axis in AWQ's column order 0 2 4 6 1 3 5 7, zeros
+    stored as they are, contiguous groups (no g_idx), float16 scales and bias.
 ill_typed/quantlinear_gptq_broken.onnx (reference I/O: quantlinear_gptq_data/)
     The same graph with that Cast removed, as exporters that skip type promotion write
     it (torch 1.13 always inserts it, so the variant is made by editing the export): the
@@ -36,6 +42,8 @@ import torch
 from torch import nn
 
 K, N, GROUP = 64, 48, 32
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # nibble j of an AWQ word holds column AWQ_ORDER[j] of its eight
+AWQ_SHIFTS = [0, 16, 4, 20, 8, 24, 12, 28]  # column i of the eight sits at bit 4 * AWQ_ORDER.index(i)
 
 
 def pack_along_rows(q):  # q [K, N] in 0..15 -> int32 [K/8, N]
@@ -46,11 +54,11 @@ def pack_along_rows(q):  # q [K, N] in 0..15 -> int32 [K/8, N]
     return packed.view(np.int32)
 
 
-def pack_along_cols(q):  # q [G, N] in 0..15 -> int32 [G, N/8]
+def pack_along_cols(q, order=range(8)):  # q [R, C] in 0..15 -> int32 [R, C/8]
     q = q.astype(np.uint32).reshape(q.shape[0], q.shape[1] // 8, 8)
     packed = np.zeros(q.shape[:2], dtype=np.uint32)
-    for j in range(8):
-        packed |= q[:, :, j] << np.uint32(4 * j)
+    for j, col in enumerate(order):
+        packed |= q[:, :, col] << np.uint32(4 * j)
     return packed.view(np.int32)
 
 
@@ -60,7 +68,11 @@ def floor_shift_mod16(x, shifts):
 
 
 class QuantLinear(nn.Module):
-    def __init__(self, rng):
+    """GPTQ: qweight packed along K, qzeros along N storing zero - 1, g_idx. With
+    act_order the rows of a group are scattered (GPTQ's desc_act=True): g_idx is the
+    group of each row in a random permutation."""
+
+    def __init__(self, rng, act_order=False):
         super().__init__()
         g = K // GROUP
         self.q = rng.integers(0, 16, size=(K, N))
@@ -69,7 +81,11 @@ class QuantLinear(nn.Module):
         self.register_buffer("qweight", torch.from_numpy(pack_along_rows(self.q)))
         self.register_buffer("qzeros", torch.from_numpy(pack_along_cols(self.z - 1)))
         self.register_buffer("scales", torch.from_numpy(self.s))
-        self.register_buffer("g_idx", torch.arange(K, dtype=torch.int32) // GROUP)
+        g_idx = np.arange(K) // GROUP
+        if act_order:
+            g_idx = g_idx[rng.permutation(K)]
+        self.g_idx_np = g_idx
+        self.register_buffer("g_idx", torch.from_numpy(g_idx.astype(np.int32)))
         self.register_buffer("bias", torch.from_numpy((rng.standard_normal(N) * 0.1).astype(np.float16)))
         self.register_buffer("shifts", torch.arange(0, 32, 4, dtype=torch.int32))
 
@@ -83,7 +99,36 @@ class QuantLinear(nn.Module):
         return torch.matmul(x.float(), w_deq.float()).to(x.dtype) + self.bias
 
     def reference(self, x):
-        g = np.arange(K) // GROUP
+        g = self.g_idx_np
+        w = (self.q - self.z[g]).astype(np.float32) * self.s[g].astype(np.float32)
+        return x.astype(np.float32) @ w + self.bias.numpy().astype(np.float32)
+
+
+class AwqLinear(nn.Module):
+    """AWQ: qweight [K, N/8] and qzeros [G, N/8] packed along N in AWQ's column order,
+    zeros stored as they are, no g_idx (contiguous groups)."""
+
+    def __init__(self, rng, k=128, n=32, group=64):
+        super().__init__()
+        self.k, self.n, self.group = k, n, group
+        g = k // group
+        self.q = rng.integers(0, 16, size=(k, n))
+        self.z = rng.integers(0, 16, size=(g, n))
+        self.s = (rng.random((g, n)) * 0.02 + 0.005).astype(np.float16)
+        self.register_buffer("qweight", torch.from_numpy(pack_along_cols(self.q, AWQ_ORDER)))
+        self.register_buffer("qzeros", torch.from_numpy(pack_along_cols(self.z, AWQ_ORDER)))
+        self.register_buffer("scales", torch.from_numpy(self.s))
+        self.register_buffer("bias", torch.from_numpy((rng.standard_normal(n) * 0.1).astype(np.float16)))
+        self.register_buffer("shifts", torch.tensor(AWQ_SHIFTS, dtype=torch.int32))
+
+    def forward(self, x):
+        w = floor_shift_mod16(self.qweight.unsqueeze(2), self.shifts.view(1, 1, 8)).reshape(self.k, self.n)
+        z = floor_shift_mod16(self.qzeros.unsqueeze(2), self.shifts.view(1, 1, 8)).reshape(-1, self.n)
+        w_deq = (w.view(-1, self.group, self.n) - z.unsqueeze(1)) * self.scales.unsqueeze(1)
+        return torch.matmul(x.float(), w_deq.reshape(self.k, self.n).float()).to(x.dtype) + self.bias
+
+    def reference(self, x):
+        g = np.arange(self.k) // self.group
         w = (self.q - self.z[g]).astype(np.float32) * self.s[g].astype(np.float32)
         return x.astype(np.float32) @ w + self.bias.numpy().astype(np.float32)
 
@@ -171,6 +216,16 @@ def main():
                           and producer_of(m, n.input[0]).op_type == "Sub")
     onnx.save(m, os.path.join(ill_dir, "quantlinear_gptq_broken.onnx"))
     print("quantlinear_gptq_broken: removed", removed.name)
+
+    ql = QuantLinear(rng, act_order=True).eval()
+    x = rng.standard_normal((2, 3, K)).astype(np.float16)
+    export(ql, torch.from_numpy(x), os.path.join(out_dir, "quantlinear_gptq_actorder.onnx"))
+    save_data(out_dir, "quantlinear_gptq_actorder", x, ql.reference(x))
+
+    awq = AwqLinear(rng).eval()
+    x = rng.standard_normal((1, 4, awq.k)).astype(np.float16)
+    export(awq, torch.from_numpy(x), os.path.join(out_dir, "quantlinear_awq.onnx"))
+    save_data(out_dir, "quantlinear_awq", x, awq.reference(x))
 
     for dt_name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
         xr = rng.standard_normal((1, 4, 32)).astype(np.float32)

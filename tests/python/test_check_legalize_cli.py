@@ -137,11 +137,12 @@ def check_quantlinear_reported():
         assert "onnxruntime loaded" not in str(e), e
 
 
-def check_quantlinear_legalized(target):
-    out = tmp(f"ql_{target}.onnx")
-    rep = legalize(fixture("quantlinear_gptq_broken"), out, "--target", target)
+def check_quantlinear_legalized(name, target):
+    out = tmp(f"{name}_{target}.onnx")
+    rep = legalize(fixture(name), out, "--target", target)
     steps = {s["name"]: s for s in rep["legalize"]["rewrites"]}
-    assert steps["resolve_type_mixes"]["count"] >= 1, steps
+    if name.endswith("broken"):
+        assert steps["resolve_type_mixes"]["count"] >= 1, steps
     assert steps["unpack_packed_weights"]["count"] == 1, steps
     assert rep["check_after"]["clean"], rep["check_after"]
     m = onnx.load(out)
@@ -149,39 +150,43 @@ def check_quantlinear_legalized(target):
     assert "MatMulNBits" in ops, ops
     assert not any(i.data_type == TensorProto.INT32 and len(i.dims) == 2 for i in m.graph.initializer), \
         "packed int32 initializers left"
+    assert ("Gather" in ops) == name.endswith("actorder"), ops  # act-order: activation columns reordered
     assert check(out, "--target", target)[0] == 0
-    x = data("quantlinear_gptq", "input_0")
-    ref = data("quantlinear_gptq", "output_0")
+    ref_name = name.replace("_broken", "")
+    x = data(ref_name, "input_0")
+    ref = data(ref_name, "output_0")
     assert_close(ort_run(out, {"x": x}), ref, 2e-3, "onnxruntime")
     assert_close(octet_run(out, "x", x), ref, 2e-3, "octet")
 
 
-def check_quantlinear_opset21():
+def check_quantlinear_opset21(name, block):
     from onnx import version_converter
-    m = version_converter.convert_version(onnx.load(fixture("quantlinear_gptq")), 21)
-    src = tmp("ql21.onnx")
+    m = version_converter.convert_version(onnx.load(fixture(name)), 21)
+    src = tmp(f"{name}21.onnx")
     onnx.save(m, src)
-    out = tmp("ql21_legal.onnx")
+    out = tmp(f"{name}21_legal.onnx")
     rep = legalize(src, out, "--target", "octet")
     assert rep["check_after"]["clean"], rep
     m = onnx.load(out)
     dq = [n for n in m.graph.node if n.op_type == "DequantizeLinear"]
-    assert len(dq) == 1 and any(a.name == "block_size" and a.i == 32 for a in dq[0].attribute), dq
+    assert len(dq) == 1 and any(a.name == "block_size" and a.i == block for a in dq[0].attribute), dq
     w = next(i for i in m.graph.initializer if i.name == dq[0].input[0])
-    assert w.data_type == TensorProto.UINT4 and list(w.dims) == [64, 48], (w.data_type, w.dims)
-    x = data("quantlinear_gptq", "input_0")
-    ref = data("quantlinear_gptq", "output_0")
+    assert w.data_type == TensorProto.UINT4, w.data_type
+    x = data(name, "input_0")
+    ref = data(name, "output_0")
     assert_close(ort_run(out, {"x": x}), ref, 2e-3, "onnxruntime")
     assert_close(ort_run(out, {"x": x}, exact_int4_matmul=False), ref, 2e-2, "onnxruntime, int8 activations")
     assert_close(octet_run(out, "x", x), ref, 2e-3, "octet")
 
 
 t.check("check names the QuantLinear node where int32 meets float16", check_quantlinear_reported)
-t.check("legalize (octet): MatMulNBits, runs in octet and onnxruntime, matches float",
-        check_quantlinear_legalized, "octet")
-t.check("legalize --target ort: MatMulNBits, check --target ort clean, matches float",
-        check_quantlinear_legalized, "ort")
-t.check("legalize at opset 21: blocked uint4 DequantizeLinear, matches float", check_quantlinear_opset21)
+for ql_name in ("quantlinear_gptq_broken", "quantlinear_gptq_actorder", "quantlinear_awq"):
+    for ql_target in ("octet", "ort"):
+        t.check(f"{ql_name}: legalize --target {ql_target} -> MatMulNBits, runs in octet and onnxruntime, "
+                "matches float", check_quantlinear_legalized, ql_name, ql_target)
+for ql_name, ql_block in (("quantlinear_gptq", 32), ("quantlinear_gptq_actorder", 32), ("quantlinear_awq", 64)):
+    t.check(f"{ql_name} at opset 21: blocked uint4 DequantizeLinear, matches float",
+            check_quantlinear_opset21, ql_name, ql_block)
 
 
 # (b) RMSNorm ----------------------------------------------------------------------------
@@ -216,9 +221,9 @@ t.check("RMSNorm three ways, bfloat16 activations: legalized, agree", check_rmsn
 
 # (c) bf16 BERT ---------------------------------------------------------------------------
 
-def bert_feeds(batch=2, seq=8):
+def token_feeds(model, batch=2, seq=8):
     rng = np.random.default_rng(7)
-    m = onnx.load(fixture("bert_tiny"))
+    m = onnx.load(fixture(model))
     feeds = {}
     for i in m.graph.input:
         shape = (batch, seq)
@@ -227,21 +232,22 @@ def bert_feeds(batch=2, seq=8):
     return feeds
 
 
-def check_bert_bf16():
-    code, r = check(fixture("bert_tiny_bf16"), "--target", "ort")
+def check_bf16_model(model):
+    code, r = check(fixture(model + "_bf16"), "--target", "ort")
     assert code == 1 and all(p["source"] == "ort" for p in r["problems"]), r["problems"][:3]
     assert any("bfloat16" in p["rule"] for p in r["problems"])
-    out = tmp("bert_bf16_ort.onnx")
-    rep = legalize(fixture("bert_tiny_bf16"), out, "--target", "ort")
+    out = tmp(model + "_bf16_ort.onnx")
+    rep = legalize(fixture(model + "_bf16"), out, "--target", "ort")
     assert rep["check_after"]["clean"], rep["check_after"]
     assert check(out, "--target", "ort")[0] == 0
-    feeds = bert_feeds()
-    want = ort.InferenceSession(fixture("bert_tiny"), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    feeds = token_feeds(model)
+    want = ort.InferenceSession(fixture(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     got = ort_run(out, feeds)
-    assert_close(got, want, 3e-2, "bf16 legalized vs float32 BERT in onnxruntime")
+    assert_close(got, want, 3e-2, f"bf16 legalized vs float32 {model} in onnxruntime")
 
 
-t.check("bert_tiny_bf16: legalize --target ort runs in onnxruntime, matches float32", check_bert_bf16)
+t.check("bert_tiny_bf16: legalize --target ort runs in onnxruntime, matches float32", check_bf16_model, "bert_tiny")
+t.check("gpt2_tiny_bf16: legalize --target ort runs in onnxruntime, matches float32", check_bf16_model, "gpt2_tiny")
 
 
 # (d) the onnxruntime table ---------------------------------------------------------------

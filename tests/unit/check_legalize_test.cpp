@@ -230,6 +230,21 @@ TEST(Legalize, OrtTargetLiftsBfloat16RegionsToFloat32) {
   EXPECT_EQ(count_ops(*b.g, "Cast"), 2);
 }
 
+TEST(Legalize, OrtLiftsEveryHalfTypeVariableOfANode) {
+  // Pow binds base (T) and exponent (T1) separately; both must leave bfloat16.
+  PassGraph b(17);
+  b.input("x", DType::BFloat16, {2, 4});
+  b.init("e", half_tensor(DType::BFloat16, {}, 3.0f));
+  b.node("Pow", {"x", "e"}, {"y"});
+  b.output("y");
+  run_legalize(*b.g, Target::Ort);
+  const auto r = check_graph(*b.g, Target::Ort);
+  EXPECT_TRUE(r.problems.empty()) << r.problems[0].to_text();
+  for (const Node* n : b.g->nodes())
+    if (n->op_type() == "Pow")
+      for (const Value* v : n->inputs()) EXPECT_EQ(v->type.dtype, DType::Float32) << v->name();
+}
+
 TEST(Legalize, CancelsExactRoundTripsOnly) {
   PassGraph b(17);
   b.input("h", DType::Float16, {4});

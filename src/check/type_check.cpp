@@ -13,15 +13,20 @@ bool is_int_accumulator(const Value* v) {
   return p && (p->op_type() == "MatMulInteger" || p->op_type() == "ConvInteger");
 }
 
-// The fix for inputs of one type variable that disagree.
+// The fix for inputs of one type variable that disagree: which values to cast to what.
 std::string mixed_types_fix(const std::vector<const Value*>& vals, DType widest_float) {
   for (const Value* v : vals)
     if (is_int_accumulator(v))
       return "cast the int32 accumulator '" + v->name() + "' to " + dtype_name(widest_float) +
              " and multiply by its input scales (octet legalize does both)";
-  if (widest_float != DType::Undefined)
-    return "Cast the other inputs to " + dtype_name(widest_float) + " (octet legalize inserts the Casts)";
-  return "Cast the inputs to one type";
+  DType to = widest_float;
+  if (to == DType::Undefined)
+    for (const Value* v : vals)
+      if (to == DType::Undefined || dtype_bits(v->type.dtype) > dtype_bits(to)) to = v->type.dtype;
+  std::string casts;
+  for (const Value* v : vals)
+    if (v->type.dtype != to) casts += (casts.empty() ? "'" : ", '") + v->name() + "' (" + dtype_name(v->type.dtype) + ")";
+  return "Cast " + casts + " to " + dtype_name(to) + " (octet legalize inserts the Casts; --compute-dtype picks another type)";
 }
 
 }  // namespace

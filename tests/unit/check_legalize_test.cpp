@@ -245,6 +245,29 @@ TEST(Legalize, OrtLiftsEveryHalfTypeVariableOfANode) {
       for (const Value* v : n->inputs()) EXPECT_EQ(v->type.dtype, DType::Float32) << v->name();
 }
 
+TEST(Legalize, PackedLookingWeightsThatDoNotReproduceStayAsTheyAre) {
+  // Leaves shaped like GPTQ's qweight [K/8, N], qzeros [G, N/8] and scales [G, N], but the
+  // weight is computed some other way: no packing reproduces it, so nothing is rewritten.
+  PassGraph b(17);
+  b.input("x", DType::Float32, {2, 8});
+  b.init("qweight", Tensor::from_vector<int32_t>({1, 8}, {0x76543210, 1, 2, 3, 4, 5, 6, 7}));
+  b.init("qzeros", Tensor::from_vector<int32_t>({1, 1}, {0x11111111}));
+  b.init("scales", Tensor::from_vector<float>({1, 8}, {1, 1, 1, 1, 1, 1, 1, 1}));
+  b.init("reps", Tensor::from_vector<int64_t>({2}, {8, 1}));
+  b.node("Tile", {"qweight", "reps"}, {"tiled"});
+  b.node("Cast", {"tiled"}, {"tiled_f"}, {Attribute::make_int("to", 1)});
+  b.node("Mul", {"tiled_f", "scales"}, {"w"});
+  b.node("Add", {"w", "qzeros"}, {"w2"});  // int32 meets float32: resolve casts qzeros first
+  b.node("MatMul", {"x", "w2"}, {"y"});
+  b.output("y");
+  const auto r = run_legalize(*b.g);
+  EXPECT_EQ(r.rewrites[1].name, "unpack_packed_weights");
+  EXPECT_EQ(r.rewrites[1].count, 0u);
+  EXPECT_EQ(count_ops(*b.g, "MatMul"), 1);
+  EXPECT_EQ(count_ops(*b.g, "MatMulNBits", "com.microsoft"), 0);
+  EXPECT_TRUE(check_graph(*b.g).problems.empty());
+}
+
 TEST(Legalize, CancelsExactRoundTripsOnly) {
   PassGraph b(17);
   b.input("h", DType::Float16, {4});

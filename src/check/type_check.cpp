@@ -29,6 +29,23 @@ std::string mixed_types_fix(const std::vector<const Value*>& vals, DType widest_
   return "Cast " + casts + " to " + dtype_name(to) + " (octet legalize inserts the Casts; --compute-dtype picks another type)";
 }
 
+bool computes_in_half(const Node& n) {
+  for (const Value* v : n.inputs())
+    if (v && (v->type.dtype == DType::Float16 || v->type.dtype == DType::BFloat16)) return true;
+  return false;
+}
+
+// What to do about a node the target cannot run; only what a tool here really does.
+std::string target_fix(const Node& node, Target target) {
+  if (node.domain() == "octet") return "write the model without octet fusions (octet optimize --level 1)";
+  if (target == Target::Ort && computes_in_half(node))
+    return "octet legalize --target ort (computes it in float32)";
+  if (target == Target::TensorRT && (node.op_type() == "DynamicQuantizeLinear" || node.op_type() == "MatMulInteger" ||
+                                     node.op_type() == "ConvInteger"))
+    return "quantize for this target: octet quantize --target tensorrt (static symmetric Q/DQ)";
+  return "rewrite the node for this target by hand (no octet rewrite covers it yet)";
+}
+
 }  // namespace
 
 std::vector<InferFailure> infer_tolerant(Graph& graph, const DeclaredTypes& declared) {
@@ -125,11 +142,7 @@ CheckReport check_model_types(Graph& graph, const DeclaredTypes& declared, Targe
     if (auto why = target_rejects(*node, schema ? &*schema : nullptr, target)) {
       TypeProblem p = problem_at(*node, quant::target_name(target));
       p.rule = *why;
-      if (node->domain() == "octet")
-        p.fix = "write the model without octet fusions (octet optimize --level 1) for this target";
-      else if (target != Target::TensorRT || node->domain().empty())
-        p.fix = "octet legalize --target " + std::string(quant::target_name(target)) +
-                " (computes unsupported float types in float32)";
+      p.fix = target_fix(*node, target);
       report.problems.push_back(std::move(p));
       reported.insert(node);
     }

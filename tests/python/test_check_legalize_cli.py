@@ -250,6 +250,30 @@ t.check("bert_tiny_bf16: legalize --target ort runs in onnxruntime, matches floa
 t.check("gpt2_tiny_bf16: legalize --target ort runs in onnxruntime, matches float32", check_bf16_model, "gpt2_tiny")
 
 
+def check_compute_fp32():
+    """--compute-dtype fp32 on the float16 BERT: no float16 arithmetic left, logits
+    closer to the float32 model's than the float16 model's own."""
+    out = tmp("bert_fp16_fp32.onnx")
+    rep = legalize(fixture("bert_tiny_fp16"), out, "--compute-dtype", "fp32")
+    assert rep["check_after"]["clean"], rep["check_after"]
+    m = onnx.shape_inference.infer_shapes(onnx.load(out))
+    types = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.value_info) + list(m.graph.input)}
+    types.update({i.name: i.data_type for i in m.graph.initializer})
+    half_inputs = [n.name for n in m.graph.node if n.op_type != "Cast"
+                   and any(types.get(i) == TensorProto.FLOAT16 for i in n.input)]
+    assert not half_inputs, half_inputs[:5]
+    feeds = token_feeds("bert_tiny")
+    want = ort.InferenceSession(fixture("bert_tiny"), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = ort_run(out, feeds)
+    half = ort_run(fixture("bert_tiny_fp16"), feeds)
+    assert_close(got, want, 5e-3, "fp32-computed fp16 BERT")
+    err = lambda a: np.max(np.abs(a.astype(np.float32) - want))
+    assert err(got) <= err(half), (err(got), err(half))
+
+
+t.check("bert_tiny_fp16 --compute-dtype fp32: no float16 arithmetic, closer to float32", check_compute_fp32)
+
+
 # (d) the onnxruntime table ---------------------------------------------------------------
 
 def check_ort_table_current():

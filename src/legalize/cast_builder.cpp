@@ -5,17 +5,6 @@
 
 namespace octet::legalize {
 
-namespace {
-
-bool is_plain_constant(const Value* v) { return v->is_initializer() && !v->is_graph_input() && v->constant(); }
-
-// A float constant as float32 data (exact: every float16/bfloat16 value is a float32).
-Tensor to_float32(const Tensor& t) {
-  return Tensor::from_vector<float>(t.shape(), t.to_float_vector());
-}
-
-}  // namespace
-
 bool reinfer(Node& node) {
   std::vector<TensorType> before;
   for (Value* o : node.outputs()) before.push_back(o ? o->type : TensorType());
@@ -33,16 +22,13 @@ Value* CastBuilder::as_type(Value* v, DType to) {
   if (v->type.dtype == to) return v;
   auto key = std::make_pair(static_cast<const Value*>(v), to);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  // A constant gets a Cast node too, not a converted copy: the file keeps the compact
+  // 16-bit weights, and runtimes fold a Cast of a constant once at load (octet's
+  // fold_constants, onnxruntime's constant folding).
   GraphPatch patch = make_patch(graph_);
-  Value* result = nullptr;
-  if (to == DType::Float32 && is_plain_constant(v) && dtype_is_float(v->type.dtype) &&
-      dtype_bits(v->type.dtype) <= 32) {
-    result = patch.add_initializer(v->name() + "_fp32", to_float32(*v->constant()));
-  } else {
-    Node* cast = patch.add_node("Cast", {v}, 1, {Attribute::make_int("to", dtype_to_onnx(to))}, "",
-                                v->name() + "_to_" + dtype_name(to));
-    result = cast->output(0);
-  }
+  Node* cast = patch.add_node("Cast", {v}, 1, {Attribute::make_int("to", dtype_to_onnx(to))}, "",
+                              v->name() + "_to_" + dtype_name(to));
+  Value* result = cast->output(0);
   patch.apply();
   cache_[key] = result;
   return result;

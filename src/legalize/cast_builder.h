@@ -1,5 +1,5 @@
 // Inserting Casts during legalization: one Cast per (value, type) however many readers
-// need it, constants converted in place of a Cast node where that is exact and cheap.
+// need it.
 #pragma once
 
 #include <map>
@@ -13,9 +13,8 @@ class CastBuilder {
  public:
   explicit CastBuilder(Graph& graph) : graph_(graph) {}
 
-  // `v` as element type `to`: v itself when it already is, a cached earlier cast, a new
-  // float32 initializer for a float constant going to float32, else a new Cast node
-  // (applied at once, typed by inference).
+  // `v` as element type `to`: v itself when it already is, a cached earlier cast, else a
+  // new Cast node (applied at once, typed by inference).
   Value* as_type(Value* v, DType to);
   // Makes `node` read `value` at input `slot` (an applied one-edit patch).
   void set_input(Node* node, size_t slot, Value* value);

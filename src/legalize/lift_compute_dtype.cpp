@@ -4,8 +4,8 @@
 //
 // Regions, not single nodes: walking in topological order, a lifted node reads the
 // float32 value its lifted producer already made, so a chain of lifted nodes has Casts
-// only where it begins (float16/bfloat16 -> float32; a constant is converted once, as
-// data) and where a node that was not lifted reads it (float32 -> its old type). Graph
+// only where it begins (float16/bfloat16 -> float32; constants keep their 16-bit
+// storage behind a Cast the runtime folds at load) and where a node that was not lifted reads it (float32 -> its old type). Graph
 // outputs are cast back to their old type by legalize(), so the interface is unchanged.
 #include <map>
 

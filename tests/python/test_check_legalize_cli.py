@@ -69,7 +69,7 @@ def legalize(path, out, *extra):
 
 def with_float_outputs(path):
     """The model with every non-float32 output cast to float32 (onnxruntime's Python API
-    cannot hand back bfloat16), saved next to it."""
+    cannot hand back bfloat16), saved in the test's temporary folder."""
     m = onnx.load(path)
     for o in m.graph.output:
         if o.type.tensor_type.elem_type != TensorProto.FLOAT:
@@ -79,7 +79,7 @@ def with_float_outputs(path):
                 n.input[:] = [inner if x == o.name else x for x in n.input]
             m.graph.node.append(helper.make_node("Cast", [inner], [o.name], to=TensorProto.FLOAT))
             o.type.tensor_type.elem_type = TensorProto.FLOAT
-    out = path.replace(".onnx", "_f32out.onnx")
+    out = tmp(os.path.basename(path).replace(".onnx", "_f32out.onnx"))
     onnx.save(m, out)
     return out
 

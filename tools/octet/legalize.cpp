@@ -30,9 +30,10 @@ const char* kFooter = R"(WHAT IT REWRITES (in this order)
                  multiplied by its operands' scales
   packed weights GPTQ/AWQ QuantLinear weights unpacked in the graph from int32 qweight
                  (eight 4-bit values per int32), qzeros, float16 scales and g_idx become
-                 standard int4 weights: blocked DequantizeLinear (opset 21) for octet and
-                 tensorrt, com.microsoft MatMulNBits for ort. The unpacked values are
-                 checked against the graph's own computation before anything is replaced.
+                 standard 4-bit weights: blocked DequantizeLinear when the model imports
+                 opset 21 or later (octet, tensorrt), else com.microsoft MatMulNBits
+                 (always for ort; tensorrt below opset 21: left packed, reported). The
+                 unpacked values must reproduce the graph's own weight, or nothing changes.
   float types    float16/bfloat16 nodes the target has no kernel for (onnxruntime CPU:
                  nearly all bfloat16) compute in float32, as regions with Casts only at
                  their borders; --compute-dtype fp32 does this for every such node
@@ -59,13 +60,6 @@ void legalize_command(const Options& o) {
   const legalize::LegalizeReport report = legalize::legalize(*model.graph, model.declared, options);
   // The strict check of the result, with the declared types it will be written with.
   const check::CheckReport after = check::check_model_types(*model.graph, {}, options.target);
-  // Opset 21 nodes (blocked DequantizeLinear) need the model to import it.
-  for (Node* n : model.graph->nodes())
-    if (n->op_type() == "DequantizeLinear" && n->has_attr("block_size") && model.graph->opset_version("") < 21)
-      model.graph->opset_imports[""] = 21;
-  for (Node* n : model.graph->nodes())
-    if (n->domain() == "com.microsoft" && !model.graph->opset_imports.count("com.microsoft"))
-      model.graph->opset_imports["com.microsoft"] = 1;
   SaveOptions save;
   save.external_data = o.external_data;
   std::vector<std::string> warnings = save_model(model, out, save);

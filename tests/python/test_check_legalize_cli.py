@@ -312,6 +312,8 @@ def check_exit_codes():
         f.write(b"not a model")
     code, _, err = run_octet(args.octet, "check", bad)
     assert code == 2 and "garbage.onnx" in err, (code, err)
+    code, _, err = run_octet(args.octet, "check", fixture("bert_tiny"), "--target", "nosuch")
+    assert code == 2 and "nosuch" in err, (code, err)
     code, _, err = run_octet(args.octet, "legalize", fixture("bert_tiny"), "-o", fixture("bert_tiny"), "--force")
     assert code == 1 and "input model" in err, err
     code, out, _ = run_octet(args.octet, "check", "--help")

@@ -40,12 +40,16 @@ OUTPUT
   and a suggested fix (usually `octet legalize`). --json prints the same as an object.
 
 EXIT STATUS
-  0 no problem found, 1 problems found, 2 the model could not be read.)";
+  0 no problem found, 1 problems found, 2 the check did not run (unreadable model,
+  unknown --target).)";
 
 void check_command(const Options& o) {
-  const check::Target target = quant::parse_target(o.target);
+  // Exit 1 means "problems found", so nothing else may end with 1: a bad --target or an
+  // unreadable model is 2 (the check did not run).
+  check::Target target{};
   Model model;
   try {
+    target = quant::parse_target(o.target);
     LoadOptions load;
     load.infer_types = false;  // a type error is what we report, not a reason to stop
     model = load_model(o.model, load);

@@ -5,6 +5,7 @@
 #include "check/type_check.h"
 #include "legalize/legalize.h"
 #include "pass_test_util.h"
+#include "runtime/session.h"
 
 namespace octet {
 namespace {
@@ -199,6 +200,17 @@ TEST(Legalize, IntAccumulatorGetsCastAndBothScales) {
   ASSERT_EQ(mul1->op_type(), "Mul");
   EXPECT_EQ(mul1->input(1)->name(), "xs");
   EXPECT_EQ(mul1->input(0)->producer()->op_type(), "Cast");
+  // And it computes x @ (wq * ws) + bias, up to x's uint8 quantization.
+  const std::vector<float> xv = {-1.0f, -0.25f, 0.5f, 1.0f, 0.75f, 0.0f, -0.5f, 0.25f};
+  Session session(b.g);
+  const NamedTensors out = session.run({{"x", Tensor::from_vector<float>({2, 4}, xv)}});
+  const float* y = out[0].second.data<float>();
+  for (int r = 0; r < 2; ++r)
+    for (int n = 0; n < 3; ++n) {
+      float want = n + 1.0f;
+      for (int k = 0; k < 4; ++k) want += xv[r * 4 + k] * 3 * 0.5f;
+      EXPECT_NEAR(y[r * 3 + n], want, 0.05f) << r << "," << n;
+    }
 }
 
 TEST(Legalize, AccumulatorWithoutKnownScaleIsReportedNotGuessed) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "check/type_check.h"
+#include "io/npy.h"
 #include "legalize/legalize.h"
+#include "onnx/model_io.h"
 #include "pass_test_util.h"
 #include "runtime/session.h"
 
@@ -279,6 +281,39 @@ TEST(Legalize, PackedLookingWeightsThatDoNotReproduceStayAsTheyAre) {
   EXPECT_EQ(count_ops(*b.g, "MatMul"), 1);
   EXPECT_EQ(count_ops(*b.g, "MatMulNBits", "com.microsoft"), 0);
   EXPECT_TRUE(check_graph(*b.g).problems.empty());
+}
+
+// The torch-exported fixtures end to end in the library (the CLI tests run the same in
+// onnxruntime): each layout is recognized, the result type-checks and octet's runtime
+// matches the float reference computed by the export script.
+TEST(Legalize, ExportedQuantLinearsBecomeMatMulNBitsAndMatchTheirReference) {
+  const std::string dir = std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/";
+  const std::pair<const char*, const char*> cases[] = {{"ill_typed/quantlinear_gptq_broken", "quantlinear_gptq"},
+                                                       {"quantlinear_gptq_actorder", "quantlinear_gptq_actorder"},
+                                                       {"quantlinear_awq", "quantlinear_awq"}};
+  for (const auto& [model_name, data_name] : cases) {
+    SCOPED_TRACE(model_name);
+    LoadOptions load;
+    load.infer_types = false;
+    Model m = load_model(dir + model_name + ".onnx", load);
+    const auto r = legalize::legalize(*m.graph, m.declared, {});
+    EXPECT_TRUE(r.unresolved.empty());
+    EXPECT_EQ(r.rewrites[1].count, 1u);
+    EXPECT_EQ(count_ops(*m.graph, "MatMulNBits", "com.microsoft"), 1);
+    EXPECT_TRUE(check_graph(*m.graph).problems.empty());
+    const Tensor x = read_npy(dir + data_name + "_data/input_0.npy");
+    const Tensor want = read_npy(dir + data_name + "_data/output_0.npy");
+    Session session(std::shared_ptr<Graph>(std::move(m.graph)));
+    const NamedTensors out = session.run({{"x", x}});
+    const std::vector<float> got = out[0].second.to_float_vector(), ref = want.to_float_vector();
+    ASSERT_EQ(got.size(), ref.size());
+    float max_ref = 0, max_err = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      max_ref = std::max(max_ref, std::abs(ref[i]));
+      max_err = std::max(max_err, std::abs(got[i] - ref[i]));
+    }
+    EXPECT_LE(max_err, 2e-3f * max_ref);  // float16 output rounding
+  }
 }
 
 TEST(Legalize, CancelsExactRoundTripsOnly) {

@@ -39,7 +39,16 @@ FIXTURES = {
     "unk_constantofshape_anon.onnx": "empty dim_param / DynamicDimension.0",
     "external_data/model.onnx": "MLP with initializers in weights.bin",
     "opset21_int4.onnx": "opset 21, int4 block-wise DequantizeLinear",
+    "rmsnorm_cast_mul_fp16.onnx": "torch export, RMSNorm (w * h).to(float16)",
+    "rmsnorm_cast_both_fp16.onnx": "torch export, RMSNorm w.to(float16) * h.to(float16)",
+    "rmsnorm_cast_mul_bf16.onnx": "torch export, RMSNorm (w * h).to(bfloat16)",
 }
+# The other user story 3 fixtures are validated by tests/python/test_check_legalize_cli.py
+# against their torch reference I/O: quantlinear_* take float16 inputs (no random feed
+# here) and rmsnorm_cast_both_bf16 computes a bfloat16 Mul onnxruntime's CPU lacks (the
+# story's point; octet legalize --target ort fixes it). fixtures/ill_typed/ (quantlinear_gptq_broken, rmsnorm_mul_cast_*) break ONNX's type rules
+# on purpose, as the exports of user story 3 do: onnx.checker rejects them, which is the
+# point; tests/python/test_check_legalize_cli.py checks that it does.
 
 BINDINGS = [(1, 8), (2, 16)]
 RTOL, ATOL = 1e-4, 1e-4

@@ -20,11 +20,19 @@ Bindings parse_dim_bindings(const std::vector<std::string>& items);
 void check_output_paths(const std::string& model, const std::filesystem::path& out, bool external_data, bool force,
                         const std::string& what);
 
+// Thrown by a subcommand that ends with a status of its own (octet check: 1 when it found
+// problems, 2 when the model could not be read); main() returns `code`.
+struct ExitStatus {
+  int code;
+};
+
 // Each subcommand registers itself on the app and returns the callback-bearing subcommand.
 void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_optimize_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
+void add_check_command(CLI::App& app);
+void add_legalize_command(CLI::App& app);
 
 }  // namespace octet::cli

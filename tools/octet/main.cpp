@@ -15,10 +15,14 @@ int main(int argc, char** argv) {
   octet::cli::add_optimize_command(app);
   octet::cli::add_quantize_command(app);
   octet::cli::add_bench_command(app);
+  octet::cli::add_check_command(app);
+  octet::cli::add_legalize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const octet::cli::ExitStatus& s) {
+    return s.code;
   } catch (const octet::Error& e) {
     std::cerr << "octet: error: " << e.what() << "\n";
     return 1;

@@ -56,7 +56,7 @@ LegalizeReport legalize(Graph& graph, const DeclaredTypes& declared, const Legal
   }
 
   auto step = [&](const char* name, auto&& fn) {
-    report.rewrites.push_back({name});
+    report.rewrites.push_back(RewriteLog{name, 0, {}});
     fn(report.rewrites.back());
   };
   step("resolve_type_mixes", [&](RewriteLog& log) { resolve_type_mixes(graph, options, log, report.unresolved); });

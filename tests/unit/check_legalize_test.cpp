@@ -143,8 +143,11 @@ TEST(Legalize, FloatMixMeetsAtTheWiderTypeWithOneCast) {
   EXPECT_EQ(g->value("y")->type.dtype, DType::Float32);
   EXPECT_EQ(count_ops(*g, "Cast"), 1);
   for (const Node* n : g->nodes())
-    if (n->op_type() == "Mul")
-      for (const Value* v : n->inputs()) EXPECT_EQ(v->type.dtype, DType::Float32) << v->name();
+    if (n->op_type() == "Mul") {
+      for (const Value* v : n->inputs()) {
+        EXPECT_EQ(v->type.dtype, DType::Float32) << v->name();
+      }
+    }
 }
 
 TEST(Legalize, StoredOutputTypeIsKept) {
@@ -162,8 +165,11 @@ TEST(Legalize, ComputeDtypeFp16MeetsAtFloat16) {
   run_legalize(*g, Target::Octet, legalize::ComputeDType::Float16);
   EXPECT_TRUE(check_graph(*g).problems.empty());
   for (const Node* n : g->nodes())
-    if (n->op_type() == "Mul")
-      for (const Value* v : n->inputs()) EXPECT_EQ(v->type.dtype, DType::Float16) << v->name();
+    if (n->op_type() == "Mul") {
+      for (const Value* v : n->inputs()) {
+        EXPECT_EQ(v->type.dtype, DType::Float16) << v->name();
+      }
+    }
 }
 
 TEST(Legalize, Float16MeetsBfloat16AtFloat32) {
@@ -175,7 +181,9 @@ TEST(Legalize, Float16MeetsBfloat16AtFloat32) {
   run_legalize(*b.g);
   EXPECT_TRUE(check_graph(*b.g).problems.empty());
   for (const Node* n : b.g->nodes())
-    if (n->op_type() == "Add") EXPECT_EQ(n->output(0)->type.dtype, DType::Float32);
+    if (n->op_type() == "Add") {
+      EXPECT_EQ(n->output(0)->type.dtype, DType::Float32);
+    }
 }
 
 TEST(Legalize, IntAccumulatorGetsCastAndBothScales) {
@@ -256,8 +264,11 @@ TEST(Legalize, OrtLiftsEveryHalfTypeVariableOfANode) {
   const auto r = check_graph(*b.g, Target::Ort);
   EXPECT_TRUE(r.problems.empty()) << r.problems[0].to_text();
   for (const Node* n : b.g->nodes())
-    if (n->op_type() == "Pow")
-      for (const Value* v : n->inputs()) EXPECT_EQ(v->type.dtype, DType::Float32) << v->name();
+    if (n->op_type() == "Pow") {
+      for (const Value* v : n->inputs()) {
+        EXPECT_EQ(v->type.dtype, DType::Float32) << v->name();
+      }
+    }
 }
 
 TEST(Legalize, PackedLookingWeightsThatDoNotReproduceStayAsTheyAre) {

@@ -7,47 +7,16 @@
 
 #include <cstring>
 
-#include "onnx/model_io.h"
 #include "passes/pipeline.h"
-#include "quant/calibrate.h"
-#include "quant/calibration_data.h"
-#include "quant/qdq_rewrite.h"
-#include "quant/quantize_plan.h"
+#include "quant_fixture_util.h"
 #include "runtime/session.h"
 
 namespace octet::quant {
 namespace {
 
-const std::string kFixtures = std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/";
+using testing::fixture_inputs;
 
-std::shared_ptr<Graph> level1(const std::string& name) {
-  Model m = load_model(kFixtures + name + ".onnx");
-  OptimizeOptions o;
-  o.level = 1;
-  optimize(*m.graph, o);
-  return std::shared_ptr<Graph>(std::move(m.graph));
-}
-
-std::vector<const Value*> required(const Graph& g) {
-  std::vector<const Value*> v;
-  for (const Value* i : g.inputs())
-    if (!i->is_initializer()) v.push_back(i);
-  return v;
-}
-
-// Static W8A8 with int8 embeddings, calibrated on the fixture's ONNX test data.
-std::shared_ptr<Graph> quantized(const std::string& name) {
-  auto graph = level1(name);
-  std::shared_ptr<const Graph> float_graph = level1(name);
-  auto source = CalibrationSource::open(kFixtures + name + "_data", input_specs(required(*float_graph)));
-  const QuantizeOptions o;
-  QuantizePlan plan = plan_quantization(*graph, o);
-  std::vector<std::string> names;
-  for (const Value* v : plan.activations) names.push_back(v->name());
-  CalibrationResult c = calibrate(float_graph, names, source, {0}, o);
-  write_quantized_graph(*graph, plan, c.table(), o);
-  return graph;
-}
+std::shared_ptr<Graph> quantized(const std::string& name) { return testing::quantize_static(name, {}); }
 
 int gathers_of_dequantized(const Graph& g) {
   int n = 0;
@@ -68,8 +37,7 @@ void expect_rows_gathered_exactly(const std::string& name, int tables) {
   const OptimizeReport report = optimize(*gathered, small_budget);
   EXPECT_EQ(gathers_of_dequantized(*gathered), 0) << name;
   EXPECT_EQ(report.detail("Gather(int8 rows)"), tables) << name;
-  const NamedTensors inputs =
-      CalibrationSource::open(kFixtures + name + "_data", input_specs(required(*folded))).sample(0);
+  const NamedTensors inputs = fixture_inputs(name, *folded);
   const NamedTensors want = Session(std::shared_ptr<const Graph>(folded)).run(inputs);
   const NamedTensors got = Session(std::shared_ptr<const Graph>(gathered)).run(inputs);
   ASSERT_EQ(got.size(), want.size());

@@ -21,6 +21,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/vec_ops.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/ref/ref_attention.h"
@@ -227,23 +228,16 @@ void attention_f32(KernelContext& ctx) {
                mask ? mask->data<float>() : nullptr, y.mutable_data<float>(),
                static_cast<float>(attention_lowest(DType::Float32)), &cpu::vec_ops()};
   const TaskFn task = task_for(active_isa());
-  const int64_t blocks = (a.q_len + kBlockRows - 1) / kBlockRows;
-  const int64_t tasks = a.batch * a.heads * blocks;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
-  const int threads = static_cast<int>(std::min<int64_t>(ctx.threads(), tasks));
-#pragma omp parallel num_threads(threads)
-  {
+  auto make_scratch = [&] {
     Scratch w;
     w.kt.resize(static_cast<size_t>(a.head_k * skp));
     w.vp.resize(static_cast<size_t>(a.kv_len * round_up(a.head_v, kCols)));
     w.s.resize(static_cast<size_t>(kBlockRows * skp));
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t blk = t % blocks, bh = t / blocks;
-      const int64_t i0 = blk * kBlockRows;
-      task(p, bh / a.heads, bh % a.heads, i0, std::min(a.q_len, i0 + kBlockRows), w);
-    }
-  }
+    return w;
+  };
+  cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,
+                                [&](Scratch& w, int64_t b, int64_t h, int64_t i0, int64_t i1) { task(p, b, h, i0, i1, w); });
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/qattention.h"
+#include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/vec_ops.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/ref/ref_attention.h"
@@ -100,22 +101,21 @@ void qattention_f32(KernelContext& ctx) {
   p.dvp = round_up(a.head_v, kCols);
 
   const cpu::qattn::TaskFn task = task_for(active_isa());
-  const int64_t blocks = (a.q_len + kBlockRows - 1) / kBlockRows;
-  const int64_t tasks = a.batch * a.heads * blocks;
-  const int threads = static_cast<int>(std::min<int64_t>(ctx.threads(), tasks));
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<int16_t> kt(p.dk2 * p.skp), vp(p.sk2 * p.dvp), kq(p.skp * p.dk2), row(2 * p.dvp),
-        qc(kMaxTileRows * p.dk2), pc(kMaxTileRows * p.sk2);
-    std::vector<float> s(kMaxTileRows * p.skp);
-    cpu::qattn::Scratch w{kt.data(), vp.data(), kq.data(), row.data(), qc.data(), s.data(), pc.data(), -1};
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t blk = t % blocks, bh = t / blocks;
-      const int64_t i0 = blk * kBlockRows;
-      task(p, bh / a.heads, bh % a.heads, i0, std::min(a.q_len, i0 + kBlockRows), w);
-    }
-  }
+  // One thread's buffers and the Scratch view of them the task takes (never copied: w
+  // points into this object's vectors).
+  struct Buffers {
+    explicit Buffers(const cpu::qattn::Args& p)
+        : kt(p.dk2 * p.skp), vp(p.sk2 * p.dvp), kq(p.skp * p.dk2), row(2 * p.dvp), qc(kMaxTileRows * p.dk2),
+          pc(kMaxTileRows * p.sk2), s(kMaxTileRows * p.skp),
+          w{kt.data(), vp.data(), kq.data(), row.data(), qc.data(), s.data(), pc.data(), -1} {}
+    Buffers(const Buffers&) = delete;
+    std::vector<int16_t> kt, vp, kq, row, qc, pc;
+    std::vector<float> s;
+    cpu::qattn::Scratch w;
+  };
+  auto make_scratch = [&] { return Buffers(p); };
+  cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,
+                                [&](Buffers& m, int64_t b, int64_t h, int64_t i0, int64_t i1) { task(p, b, h, i0, i1, m.w); });
 }
 
 }  // namespace

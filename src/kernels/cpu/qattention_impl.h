@@ -84,6 +84,26 @@ struct Kernel {
     }
   }
 
+  // The register tile both products use: acc[r][n] = sum over `pairs` of
+  // madd(a[r]'s pair, kCols columns of b), b's pair rows `b_stride` int16 apart; exact int32.
+  // always_inline: the generic build otherwise keeps it a call and runs ~2x slower.
+  __attribute__((always_inline)) static void tile(const int16_t* const a[R], const int16_t* b, int64_t pairs,
+                                                  int64_t b_stride, I acc[R][N]) {
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t n = 0; n < N; ++n) acc[r][n] = T::zero();
+    for (int64_t pi = 0; pi < pairs; ++pi, b += b_stride) {
+      P bv[N];
+#pragma GCC unroll 4
+      for (int64_t n = 0; n < N; ++n) bv[n] = T::load(b + 2 * n * T::kLanes);
+#pragma GCC unroll 8
+      for (int64_t r = 0; r < R; ++r) {
+        const P ar = T::bcast(a[r] + 2 * pi);
+#pragma GCC unroll 4
+        for (int64_t n = 0; n < N; ++n) acc[r][n] = T::madd_add(acc[r][n], ar, bv[n]);
+      }
+    }
+  }
+
   // Scores, softmax and quantized P of `rows` (<= R) query rows from i, into w.pc.
   static void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w) {
     for (int64_t r = 0; r < rows; ++r)
@@ -93,20 +113,7 @@ struct Kernel {
     const int64_t pairs = p.dk2 / 2;
     for (int64_t j0 = 0; j0 < p.skp; j0 += kCols) {
       I acc[R][N];
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t n = 0; n < N; ++n) acc[r][n] = T::zero();
-      const int16_t* kt = w.kt + 2 * j0;
-      for (int64_t dp = 0; dp < pairs; ++dp, kt += 2 * p.skp) {
-        P k[N];
-#pragma GCC unroll 4
-        for (int64_t n = 0; n < N; ++n) k[n] = T::load(kt + 2 * n * T::kLanes);
-#pragma GCC unroll 8
-        for (int64_t r = 0; r < R; ++r) {
-          const P qr = T::bcast(q[r] + 2 * dp);
-#pragma GCC unroll 4
-          for (int64_t n = 0; n < N; ++n) acc[r][n] = T::madd_add(acc[r][n], qr, k[n]);
-        }
-      }
+      tile(q, w.kt + 2 * j0, pairs, 2 * p.skp, acc);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = 0; n < N; ++n)
           T::store2(w.s + r * p.skp + j0 + n * T::kLanes, acc[r][n], p.qk_scale, p.scale);
@@ -138,20 +145,7 @@ struct Kernel {
     const int64_t pairs = p.sk2 / 2;
     for (int64_t d0 = 0; d0 < p.dvp; d0 += kCols) {
       I acc[R][N];
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t n = 0; n < N; ++n) acc[r][n] = T::zero();
-      const int16_t* vj = w.vp + 2 * d0;
-      for (int64_t jp = 0; jp < pairs; ++jp, vj += 2 * p.dvp) {
-        P v[N];
-#pragma GCC unroll 4
-        for (int64_t n = 0; n < N; ++n) v[n] = T::load(vj + 2 * n * T::kLanes);
-#pragma GCC unroll 8
-        for (int64_t r = 0; r < R; ++r) {
-          const P pj = T::bcast(pr[r] + 2 * jp);
-#pragma GCC unroll 4
-          for (int64_t n = 0; n < N; ++n) acc[r][n] = T::madd_add(acc[r][n], pj, v[n]);
-        }
-      }
+      tile(pr, w.vp + 2 * d0, pairs, 2 * p.dvp, acc);
       const int64_t width = min_i64(kCols, p.head_v - d0);
       for (int64_t r = 0; r < rows; ++r) {
         float* y = p.y + b * p.y_b + (i + r) * p.y_s + h * p.head_v + d0;

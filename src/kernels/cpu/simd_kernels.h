@@ -45,6 +45,29 @@ void parallel_ranges(const KernelContext& ctx, int64_t count, int64_t work, Fn&&
   }
 }
 
+// Attention's task loop, shared by octet.Attention and octet.QAttention: one task per
+// (batch b, head h, block of up to `block_rows` query rows [i0, i1)), statically spread
+// over the threads; each thread builds its scratch once with make_scratch() and calls
+// run(scratch, b, h, i0, i1) for its tasks (a thread's consecutive tasks share a head,
+// which lets the kernels keep that head packed).
+template <class MakeScratch, class Run>
+void parallel_attention_tasks(const KernelContext& ctx, int64_t batch, int64_t heads, int64_t q_len,
+                              int64_t block_rows, const MakeScratch& make_scratch, const Run& run) {
+  const int64_t blocks = (q_len + block_rows - 1) / block_rows;
+  const int64_t tasks = batch * heads * blocks;
+  const int threads = static_cast<int>(std::min<int64_t>(ctx.threads(), tasks));
+#pragma omp parallel num_threads(threads)
+  {
+    auto scratch = make_scratch();
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t blk = t % blocks, bh = t / blocks;
+      const int64_t i0 = blk * block_rows;
+      run(scratch, bh / heads, bh % heads, i0, std::min(q_len, i0 + block_rows));
+    }
+  }
+}
+
 // Runs the node's reference kernel on this context.
 void run_reference(KernelContext& ctx);
 

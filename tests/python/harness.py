@@ -14,6 +14,13 @@ def parse_args():
     return p.parse_args()
 
 
+def make_calibration(source_dir, out_dir, *options):
+    """Writes calibration samples for the fixtures (tests/models/make_calibration.py) into
+    out_dir/<model>/; `options` go to the script ("--samples", "10", "--seq", "32")."""
+    subprocess.run([sys.executable, os.path.join(source_dir, "tests/models/make_calibration.py"), out_dir, *options],
+                   check=True, capture_output=True)
+
+
 def run_octet(octet, *args, timeout=120):
     """Runs the CLI; returns (exit code, stdout, stderr)."""
     proc = subprocess.run([octet, *map(str, args)], capture_output=True, text=True, timeout=timeout)

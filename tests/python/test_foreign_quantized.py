@@ -12,8 +12,6 @@
 import glob
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -21,15 +19,14 @@ import onnx
 import onnxruntime as ort
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
-from harness import Tally, parse_args, run_octet
+from harness import Tally, make_calibration, parse_args, run_octet
 
 args = parse_args()
 t = Tally("foreign_quantized")
 TMP = tempfile.TemporaryDirectory(prefix="octet_foreign_quant_test_")
 SRC = os.path.join(args.source_dir, "tests/models/fixtures/bert_tiny.onnx")
 CALIB = os.path.join(TMP.name, "calib")
-subprocess.run([sys.executable, os.path.join(args.source_dir, "tests/models/make_calibration.py"), CALIB,
-                "--samples", "10", "--seq", "32"], check=True, capture_output=True)
+make_calibration(args.source_dir, CALIB, "--samples", "10", "--seq", "32")
 SAMPLES = sorted(glob.glob(os.path.join(CALIB, "bert_tiny", "*.npz")))
 WEIGHT_MATMULS = 14  # bert_tiny: Q, K, V, output, FFN in/out per layer (2 layers) + pooler and classifier Gemm
 

@@ -13,23 +13,20 @@
     never overwritten."""
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
-from harness import Tally, parse_args, run_octet
+from harness import Tally, make_calibration, parse_args, run_octet
 
 args = parse_args()
 FIXTURES = os.path.join(args.source_dir, "tests/models/fixtures")
 t = Tally("quantize")
 TMP = tempfile.TemporaryDirectory(prefix="octet_quantize_test_")
 CALIB = os.path.join(TMP.name, "calib")
-subprocess.run([sys.executable, os.path.join(args.source_dir, "tests/models/make_calibration.py"), CALIB,
-                "--samples", "10"], check=True, capture_output=True)
+make_calibration(args.source_dir, CALIB, "--samples", "10")
 
 
 def tmp(name):

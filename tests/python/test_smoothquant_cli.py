@@ -23,7 +23,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from harness import Tally, parse_args, run_octet
+from harness import Tally, make_calibration, parse_args, run_octet
 
 args = parse_args()
 FIXTURES = os.path.join(args.source_dir, "tests/models/fixtures")
@@ -31,8 +31,7 @@ t = Tally("smoothquant")
 TMP = tempfile.TemporaryDirectory(prefix="octet_smoothquant_test_")
 CALIB = os.path.join(TMP.name, "calib")
 MODELS = os.path.join(TMP.name, "models")
-subprocess.run([sys.executable, os.path.join(args.source_dir, "tests/models/make_calibration.py"), CALIB,
-                "--samples", "10", "--seq", "32"], check=True, capture_output=True)
+make_calibration(args.source_dir, CALIB, "--samples", "10", "--seq", "32")
 subprocess.run([sys.executable, os.path.join(args.source_dir, "tests/models/make_smoothquant_models.py"), MODELS],
                check=True, capture_output=True)
 

@@ -152,6 +152,45 @@ TEST(CpuVecOps, SoftmaxRowsWithStridesAndScale) {
   }
 }
 
+// exp_sum, softmax's exp: accurate as exp on [-87, 0], exactly 0 (never subnormal) below
+// exp(-87), NaN kept, and the sum over ragged lengths (tail lanes add nothing).
+TEST(CpuVecOps, ExpSumFlushesBelowFloatMinAndSums) {
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    for (int64_t n : {1, 5, 16, 17, 197, 1000}) {
+      std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n) + 3, 42.0f);
+      for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = -95.0f * static_cast<float>(i) / static_cast<float>(n);
+      const float scale = 1.0f, shift = 0.0f;
+      const float got_sum = exp_sum(x.data(), scale, shift, y.data(), n);
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = std::exp(double{x[static_cast<size_t>(i)]});
+        const float yi = y[static_cast<size_t>(i)];
+        if (x[static_cast<size_t>(i)] < -87.0f) {
+          EXPECT_EQ(yi, 0.0f) << isa_name(level) << " x " << x[static_cast<size_t>(i)];
+        } else {
+          EXPECT_NEAR(yi, want, 1e-6 * want) << isa_name(level) << " x " << x[static_cast<size_t>(i)];
+          sum += want;
+        }
+        EXPECT_NE(std::fpclassify(yi), FP_SUBNORMAL);
+      }
+      EXPECT_NEAR(got_sum, sum, 1e-6 * sum) << isa_name(level) << " n " << n;
+      for (size_t i = static_cast<size_t>(n); i < y.size(); ++i) EXPECT_EQ(y[i], 42.0f) << "wrote past the row";
+    }
+    // Scale and shift as softmax passes them; -inf (a masked score) gives 0, NaN stays NaN.
+    const std::vector<float> x = {2.0f, -INFINITY, 4.0f, -1e30f, NAN};
+    std::vector<float> y(x.size());
+    const float s = exp_sum(x.data(), 0.5f, 2.0f, y.data(), 4);
+    EXPECT_NEAR(y[0], std::exp(-1.0), 1e-7);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_EQ(y[2], 1.0f);
+    EXPECT_EQ(y[3], 0.0f);
+    EXPECT_NEAR(s, 1.0 + std::exp(-1.0), 1e-6);
+    exp_sum(x.data(), 1.0f, 0.0f, y.data(), 5);
+    EXPECT_TRUE(std::isnan(y[4])) << isa_name(level);
+  }
+}
+
 TEST(CpuVecOps, ReductionsAndNormRows) {
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);

@@ -57,6 +57,10 @@ struct Avx2Traits {
     return _mm256_mul_ps(_mm256_mul_ps(p, pow2(a)), pow2(_mm256_sub_epi32(n, a)));
   }
 
+  static F round(F a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // p * 2^nf for integral nf in [-126, 127] (exp_flush): one normal power-of-two factor.
+  static F scale_pow2(F p, F nf) { return _mm256_mul_ps(p, pow2(_mm256_cvtps_epi32(nf))); }
+
   static float reduce_add(F a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -51,6 +51,10 @@ struct Avx512Traits {
   // which is most of exp's dependency chain (softmax is exp-bound).
   static F ldexp(F p, I n) { return _mm512_scalef_ps(p, _mm512_cvtepi32_ps(n)); }
 
+  static F round(F a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // p * 2^nf for integral nf in [-126, 127] (exp_flush); one VSCALEFPS.
+  static F scale_pow2(F p, F nf) { return _mm512_scalef_ps(p, nf); }
+
   static float reduce_add(F a) { return _mm512_reduce_add_ps(a); }
   static float reduce_max(F a) { return _mm512_reduce_max_ps(a); }
 };

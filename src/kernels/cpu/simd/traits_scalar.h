@@ -54,6 +54,15 @@ struct ScalarTraits {
            std::bit_cast<float>(static_cast<uint32_t>(b + 127) << 23);
   }
 
+  // Nearest-even, as the vector levels' round instructions.
+  static F round(F a) { return std::nearbyint(a); }
+  // p * 2^nf for integral nf in [-126, 127] (exp_flush): one normal power-of-two factor.
+  // A NaN nf (from a NaN x) gives a finite factor; p is NaN then too.
+  static F scale_pow2(F p, F nf) {
+    const int n = nf == nf ? static_cast<int>(nf) : 0;
+    return p * std::bit_cast<float>(static_cast<uint32_t>(n + 127) << 23);
+  }
+
   static float reduce_add(F a) { return a; }
   static float reduce_max(F a) { return a; }
 };

@@ -24,7 +24,8 @@ struct VecTable {
   float (*sum)(const float* x, int64_t n) = nullptr;
   // y = x * s.
   void (*scale)(const float* x, float s, float* y, int64_t n) = nullptr;
-  // y = exp(x * scale - shift), returns the sum of y. Softmax's core; scale > 0.
+  // y = exp(x * scale - shift), returns the sum of y. Softmax's core; scale > 0. Results
+  // below exp(-87) are 0 and x * scale - shift is expected <= 0 (it saturates at exp(88)).
   float (*exp_sum)(const float* x, float scale, float shift, float* y, int64_t n) = nullptr;
   // y = softmax(x * scale) over one row of n; scale > 0. x and y may alias.
   void (*softmax_row)(const float* x, float* y, int64_t n, float scale) = nullptr;

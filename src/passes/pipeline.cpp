@@ -90,7 +90,11 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
                    fuse_matmul_bias(), fuse_attention(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }
-  return Pipeline(std::move(list));
+  std::vector<Pass> finishing;
+  // Transposes become Reshapes only once no fusion can still want them: fuse_attention
+  // matches head-split Transposes that, at one token or one head, move only size-1 axes.
+  if (options.level >= 2) finishing = {transpose_to_reshape(), eliminate_dead_code()};
+  return Pipeline(std::move(list), std::move(finishing));
 }
 
 namespace {
@@ -109,17 +113,28 @@ OptimizeReport Pipeline::run(Graph& graph, const OptimizeOptions& options) const
   OptimizeReport report;
   report.nodes_before = static_cast<int64_t>(graph.node_count());
   report.initializers_before = static_cast<int64_t>(graph.initializers().size());
-  for (const Pass& p : passes_) {
-    report.passes.emplace_back();
-    report.passes.back().name = p.name;
-  }
+  for (const std::vector<Pass>* stage : {&passes_, &finishing_})
+    for (const Pass& p : *stage) {
+      report.passes.emplace_back();
+      report.passes.back().name = p.name;
+    }
+  report.converged = run_stage(graph, options, passes_, 0, report);
+  const bool finished = run_stage(graph, options, finishing_, passes_.size(), report);
+  report.converged = report.converged && finished;
+  report.nodes_after = static_cast<int64_t>(graph.node_count());
+  report.initializers_after = static_cast<int64_t>(graph.initializers().size());
+  return report;
+}
 
+bool Pipeline::run_stage(Graph& graph, const OptimizeOptions& options, const std::vector<Pass>& passes,
+                         size_t first_stat, OptimizeReport& report) {
+  if (passes.empty() || options.max_iterations <= 0) return true;
   for (int round = 0; round < options.max_iterations; ++round) {
     bool changed = false;
-    for (size_t i = 0; i < passes_.size(); ++i) {
-      const Pass& pass = passes_[i];
+    for (size_t i = 0; i < passes.size(); ++i) {
+      const Pass& pass = passes[i];
       if (options.disabled_passes.count(pass.name)) continue;
-      PassStats& stats = report.passes[i];
+      PassStats& stats = report.passes[first_stat + i];
       PassContext ctx(options, stats, report.warnings);
       const auto start = std::chrono::steady_clock::now();
       bool did = false;
@@ -137,16 +152,10 @@ OptimizeReport Pipeline::run(Graph& graph, const OptimizeOptions& options) const
       changed |= did;
       if (options.verify) verify_or_fail(graph, pass.name);
     }
-    report.iterations = round + 1;
-    if (!changed) {
-      report.converged = true;
-      break;
-    }
+    report.iterations += 1;
+    if (!changed) return true;
   }
-  if (options.max_iterations <= 0) report.converged = true;
-  report.nodes_after = static_cast<int64_t>(graph.node_count());
-  report.initializers_after = static_cast<int64_t>(graph.initializers().size());
-  return report;
+  return false;
 }
 
 OptimizeReport optimize(Graph& graph, const OptimizeOptions& options) {

@@ -6,7 +6,8 @@
 //   level 2  level 1 + fusions: Erf- and tanh-GeLU -> octet.Gelu, decomposed LayerNorm ->
 //            LayerNormalization, decomposed RMSNorm -> RMSNormalization (octet domain
 //            below opset 23), MatMul + constant bias -> octet.MatMulBias, multi-head
-//            attention blocks -> octet.Attention
+//            attention blocks -> octet.Attention, Transposes that only move size-1
+//            axes -> Reshape (a view, no copy)
 //
 // The result computes what the input graph computes (fp32 within float rounding; the
 // fused ops round once where the unfused chains rounded at every step), keeps every
@@ -44,7 +45,7 @@ struct OptimizeOptions {
 struct OptimizeReport {
   int64_t nodes_before = 0, nodes_after = 0;
   int64_t initializers_before = 0, initializers_after = 0;
-  int iterations = 0;
+  int iterations = 0;  // rounds, over both stages
   bool converged = false;  // false when max_iterations ended it
   std::vector<PassStats> passes;  // in pipeline order
   std::vector<std::string> warnings;
@@ -57,18 +58,28 @@ struct OptimizeReport {
   nlohmann::json to_json() const;
 };
 
-// An ordered list of passes run to a fixed point.
+// An ordered list of passes run to a fixed point, then the finishing passes to theirs:
+// rewrites that would take away what the first list's patterns match (a Transpose turned
+// into a Reshape) wait until no pattern can match any more.
 class Pipeline {
  public:
-  explicit Pipeline(std::vector<Pass> passes) : passes_(std::move(passes)) {}
+  explicit Pipeline(std::vector<Pass> passes, std::vector<Pass> finishing = {})
+      : passes_(std::move(passes)), finishing_(std::move(finishing)) {}
   // The standard passes for options.level, in order.
   static Pipeline standard(const OptimizeOptions& options);
 
   OptimizeReport run(Graph& graph, const OptimizeOptions& options) const;
   const std::vector<Pass>& passes() const { return passes_; }
+  const std::vector<Pass>& finishing() const { return finishing_; }
 
  private:
+  // Runs `passes` in rounds until one changes nothing (true) or max_iterations rounds
+  // pass (false); their statistics go to report.passes[first_stat...].
+  static bool run_stage(Graph& graph, const OptimizeOptions& options, const std::vector<Pass>& passes,
+                        size_t first_stat, OptimizeReport& report);
+
   std::vector<Pass> passes_;
+  std::vector<Pass> finishing_;
 };
 
 // Optimizes `graph` in place with the standard pipeline; returns what each pass did.

@@ -39,8 +39,9 @@ TEST(Pipeline, RunsToAFixedPointAndCountsPerPass) {
   EXPECT_EQ(noops->nodes_removed, 2);
   EXPECT_EQ(r.find("eliminate_dead_code")->nodes_removed, 1);
   EXPECT_EQ(r.detail("Identity"), 2);
-  // The second round changes nothing, and stops the pipeline.
-  EXPECT_EQ(r.iterations, 2);
+  // The second round changes nothing, and stops the main list; the finishing passes
+  // then take one round of their own.
+  EXPECT_EQ(r.iterations, 3);
   EXPECT_EQ(noops->runs, 2);
   EXPECT_EQ(noops->changed_runs, 1);
 }
@@ -56,6 +57,31 @@ TEST(Pipeline, StopsAtTheIterationLimitWhenAPassNeverSettles) {
   EXPECT_EQ(r.iterations, 3);
   EXPECT_FALSE(r.converged);
   EXPECT_NE(r.to_text().find("stopped at the limit"), std::string::npos);
+}
+
+TEST(Pipeline, FinishingPassesRunOnceTheMainListHasConverged) {
+  auto g = small_graph();
+  int main_calls = 0, main_calls_seen_by_finishing = -1, finishing_calls = 0;
+  // The main pass changes the graph in its first two rounds; the finishing pass must not
+  // run before the main list has settled (round 3 changes nothing).
+  Pipeline p({Pass{"settling", [&](Graph&, PassContext&) { return ++main_calls <= 2; }}},
+             {Pass{"finishing", [&](Graph&, PassContext&) {
+               if (main_calls_seen_by_finishing < 0) main_calls_seen_by_finishing = main_calls;
+               return ++finishing_calls == 1;
+             }}});
+  OptimizeReport r = p.run(*g, OptimizeOptions{});
+  EXPECT_EQ(main_calls_seen_by_finishing, 3);
+  EXPECT_EQ(finishing_calls, 2);  // to its own fixed point
+  EXPECT_EQ(r.iterations, 5);
+  EXPECT_TRUE(r.converged);
+  ASSERT_EQ(r.passes.size(), 2u);
+  EXPECT_EQ(r.find("finishing")->changed_runs, 1);
+  // Level 2 turns Transposes into Reshapes only in its finishing stage.
+  OptimizeOptions level2;
+  const Pipeline standard = Pipeline::standard(level2);
+  for (const Pass& pass : standard.passes()) EXPECT_NE(pass.name, "transpose_to_reshape");
+  ASSERT_FALSE(standard.finishing().empty());
+  EXPECT_EQ(standard.finishing()[0].name, "transpose_to_reshape");
 }
 
 TEST(Pipeline, LevelsAndDisabledPasses) {

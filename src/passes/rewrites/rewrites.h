@@ -21,5 +21,6 @@ Pass fuse_qdq_matmul();    // MatMul/Gemm on Q/DQ'd activation and int8 weight [
 Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)          -> octet.MatMulBias
 Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge      -> octet.Attention
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
+Pass transpose_to_reshape();  // Transpose moving only size-1 axes                  -> Reshape (a view)
 
 }  // namespace octet::passes

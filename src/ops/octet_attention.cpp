@@ -14,6 +14,10 @@
 //   num_heads (int, required) H >= 1, dividing both channel counts.
 //   scale (float; default 1/sqrt(Dk)) multiplies Q.K^T.
 //   causal (int 0/1, default 0): query i sees key j only when j <= i + (Sk - Sq).
+//   channel_ranges (ints [qb, qe, kb, ke, vb, ve], optional): Q, K and V use channels
+//     [b, e) of their last axis only, as if each were Slice(axes=[-1]) of its input; the
+//     fuse_attention_slices pass writes it so the three can read one packed QKV
+//     projection in place. Absent: every channel. 0 <= b < e <= the axis length.
 //   Y [B, Sq, H*Dv] (or [Sq, B, H*Dv] with seq_first=1).
 //
 // Per batch b, head h and query row i, in float32 (float64 for float64 inputs; float16
@@ -35,6 +39,7 @@
 // quantized as QuantizeLinear does, the dot products accumulate exactly in integers, and
 // P is quantized before the integer product with V: what the fake-quant graph computes.
 #include <cmath>
+#include <optional>
 
 #include "ops/math_helpers.h"
 #include "ops/op_families.h"
@@ -73,13 +78,28 @@ void infer_attention_core(InferContext& ctx) {
     if (v != 0 && v != 1) ctx.fail(flag, " must be 0 or 1, got ", v);
   }
 
-  const auto &q = ctx.input_dims(0), &k = ctx.input_dims(1), &v = ctx.input_dims(2);
   for (size_t i = 0; i < 3; ++i)
     if (ctx.input_dims(i) && ctx.input_dims(i)->size() != 3)
       ctx.fail(describe_input(ctx, i), " must have rank 3 ([batch, seq, heads*head_size])");
-  if (!q || !k || !v) {
+  if (!ctx.input_dims(0) || !ctx.input_dims(1) || !ctx.input_dims(2)) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
     return;
+  }
+  // Q, K, V as the op reads them: the channel ranges applied.
+  std::optional<DimVector> q = ctx.input_dims(0), k = ctx.input_dims(1), v = ctx.input_dims(2);
+  if (const Attribute* r = ctx.node().find_attr("channel_ranges")) {
+    if (r->kind != Attribute::Kind::Ints || r->ints.size() != 6)
+      ctx.fail("channel_ranges must be 6 ints [q_begin, q_end, k_begin, k_end, v_begin, v_end]");
+    std::optional<DimVector>* qkv[] = {&q, &k, &v};
+    for (size_t i = 0; i < 3; ++i) {
+      const int64_t b = r->ints[2 * i], e = r->ints[2 * i + 1];
+      Dim& channels = (**qkv[i])[2];
+      const std::optional<int64_t> c = channels.constant();
+      if (b < 0 || e <= b || (c && e > *c))
+        ctx.fail("channel_ranges: [", b, ", ", e, ") is not a range of the ", channels, " channels of ",
+                 describe_input(ctx, i));
+      channels = Dim(e - b);
+    }
   }
   const size_t b_axis = seq_first ? 1 : 0, s_axis = seq_first ? 0 : 1;
   require_same_dim(ctx, (*q)[b_axis], (*k)[b_axis], "Q and K batch sizes differ");

@@ -150,6 +150,89 @@ TEST(CpuAttention, SeqFirstLayout) {
   check({2, 5, 9, 2, 8, 16, true, true, {5, 9}});
 }
 
+// channel_ranges: Q, K and V read from one packed tensor (with unused channels around and
+// between them) give what the same attention gives on the three ranges copied out first.
+TEST(CpuAttention, ChannelRangesReadOnePackedTensorInPlace) {
+  const int64_t heads = 3, dk = 8, dv = 16, channels = 106;
+  const std::vector<int64_t> ranges = {5, 5 + heads * dk, 5 + heads * dk, 5 + 2 * heads * dk, 56, 56 + heads * dv};
+  for (bool seq_first : {false, true})
+    for (int64_t len : {1, 13, 70}) {
+      const int64_t batch = 2;
+      const std::vector<int64_t> lead = seq_first ? std::vector<int64_t>{len, batch} : std::vector<int64_t>{batch, len};
+      auto with_channels = [&](int64_t c) {
+        std::vector<int64_t> d = lead;
+        d.push_back(c);
+        return d;
+      };
+      auto attention = [&](const std::vector<std::string>& ins, bool packed) {
+        auto g = std::make_shared<Graph>();
+        g->opset_imports[""] = 17;
+        g->opset_imports["octet"] = 1;
+        for (size_t i = 0; i < (packed ? 1 : 3); ++i) {
+          const int64_t c = packed ? channels : ranges[2 * i + 1] - ranges[2 * i];
+          const std::vector<int64_t> d = with_channels(c);
+          g->add_input(ins[i], TensorType(DType::Float32, DimVector(d.begin(), d.end())));
+        }
+        std::vector<Attribute> attrs = {Attribute::make_int("num_heads", heads), Attribute::make_float("scale", 0.37f),
+                                        Attribute::make_int("seq_first", seq_first)};
+        if (packed) attrs.push_back(Attribute::make_ints("channel_ranges", ranges));
+        g->add_node("Attention", packed ? std::vector<std::string>{ins[0], ins[0], ins[0]} : ins, {"y"}, attrs, "octet",
+                    "attention");
+        g->mark_output(g->value("y"));
+        return g;
+      };
+      const Tensor qkv = values(with_channels(channels), 5);
+      // The three ranges copied out, row by row.
+      NamedTensors split;
+      for (int i = 0; i < 3; ++i) {
+        const int64_t b = ranges[2 * i], e = ranges[2 * i + 1], rows = batch * len;
+        Tensor t(DType::Float32, with_channels(e - b));
+        for (int64_t r = 0; r < rows; ++r)
+          std::copy(qkv.data<float>() + r * channels + b, qkv.data<float>() + r * channels + e,
+                    t.mutable_data<float>() + r * (e - b));
+        split.emplace_back(std::string(1, "qkv"[i]), std::move(t));
+      }
+      SessionOptions ref_opts;
+      ref_opts.kernels = KernelChoice::Reference;
+      const Tensor want = Session(attention({"q", "k", "v"}, false), ref_opts).run(split)[0].second;
+      auto packed = attention({"qkv"}, true);
+      const NamedTensors in = {{"qkv", qkv}};
+      auto max_diff = [&](const Tensor& got) {
+        EXPECT_EQ(got.shape(), want.shape());
+        double worst = 0;
+        for (int64_t i = 0; i < got.numel(); ++i)
+          worst = std::max(worst, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
+        return worst;
+      };
+      EXPECT_LE(max_diff(Session(packed, ref_opts).run(in)[0].second), 1e-6) << "reference, len " << len;
+      for (IsaLevel level : available_isas()) {
+        ScopedIsaLevel isa(level);
+        Session s(packed, SessionOptions{});
+        ASSERT_EQ(s.optimized_nodes(), 1);
+        EXPECT_LE(max_diff(s.run(in)[0].second), 2e-5) << isa_name(level) << " len " << len << " seq_first " << seq_first;
+      }
+    }
+}
+
+TEST(CpuAttention, ChannelRangesOutsideTheInputAreRejected) {
+  for (std::vector<int64_t> bad : std::vector<std::vector<int64_t>>{
+           {0, 8, 8, 16, 16, 40}, {0, 8, 8, 16, 16, 16}, {-1, 7, 8, 16, 16, 24}, {0, 8, 8, 12, 16, 24}}) {
+    auto g = std::make_shared<Graph>();
+    g->opset_imports["octet"] = 1;
+    g->add_input("qkv", TensorType(DType::Float32, DimVector{1, 4, 32}));
+    g->add_node("Attention", {"qkv", "qkv", "qkv"}, {"y"},
+                {Attribute::make_int("num_heads", 2), Attribute::make_ints("channel_ranges", bad)}, "octet", "attn");
+    g->mark_output(g->value("y"));
+    try {
+      Session s(g);
+      s.run({{"qkv", values({1, 4, 32}, 1)}});
+      ADD_FAILURE() << "accepted channel_ranges " << bad[0] << ".." << bad[5];
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("attn"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CpuAttention, NonFloat32FallsBackToReference) {
   auto g = std::make_shared<Graph>();
   g->opset_imports["octet"] = 1;

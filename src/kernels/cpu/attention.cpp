@@ -224,7 +224,8 @@ void attention_f32(KernelContext& ctx) {
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, a.out_shape);
   if (a.batch == 0 || a.q_len == 0 || a.heads * a.head_v == 0) return;
   const Tensor* mask = ctx.optional_input(3);
-  const Args p{&a, ctx.input(0).data<float>(), ctx.input(1).data<float>(), ctx.input(2).data<float>(),
+  const Args p{&a, ctx.input(0).data<float>() + a.q_off, ctx.input(1).data<float>() + a.k_off,
+               ctx.input(2).data<float>() + a.v_off,
                mask ? mask->data<float>() : nullptr, y.mutable_data<float>(),
                static_cast<float>(attention_lowest(DType::Float32)), &cpu::vec_ops()};
   const TaskFn task = task_for(active_isa());

@@ -86,7 +86,8 @@ void qattention_f32(KernelContext& ctx) {
   p.y_b = a.y_b, p.y_s = a.y_s;
   p.m_b = a.m_b, p.m_h = a.m_h, p.m_q = a.m_q, p.m_k = a.m_k;
   p.causal = a.causal;
-  p.q = ctx.input(0).data<float>(), p.k = ctx.input(1).data<float>(), p.v = ctx.input(2).data<float>();
+  p.q = ctx.input(0).data<float>() + a.q_off, p.k = ctx.input(1).data<float>() + a.k_off;
+  p.v = ctx.input(2).data<float>() + a.v_off;
   p.mask = mask ? mask->data<float>() : nullptr;
   p.y = y.mutable_data<float>();
   p.qq = quant(qp.q), p.kq = quant(qp.k), p.vq = quant(qp.v), p.pq = quant(qp.p);

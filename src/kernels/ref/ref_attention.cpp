@@ -50,11 +50,29 @@ AttentionShape attention_shape(const KernelContext& ctx) {
   if (k.shape()[bi] != a.batch || v.shape()[bi] != a.batch)
     ctx.fail("batch sizes differ: Q ", q.describe(), ", K ", k.describe(), ", V ", v.describe());
   if (v.shape()[si] != a.kv_len) ctx.fail("K ", k.describe(), " and V ", v.describe(), " differ in length");
-  if (k.shape()[2] != q.shape()[2]) ctx.fail("Q ", q.describe(), " and K ", k.describe(), " differ in channels");
-  if (q.shape()[2] % a.heads != 0 || v.shape()[2] % a.heads != 0)
+  // The channels each of Q, K, V uses: [begin, end) of its last axis.
+  int64_t ranges[6] = {0, q.shape()[2], 0, k.shape()[2], 0, v.shape()[2]};
+  if (const Attribute* r = node.find_attr("channel_ranges")) {
+    if (r->kind != Attribute::Kind::Ints || r->ints.size() != 6)
+      ctx.fail("channel_ranges must be 6 ints [q_begin, q_end, k_begin, k_end, v_begin, v_end]");
+    for (int i = 0; i < 3; ++i) {
+      const int64_t b = r->ints[2 * i], e = r->ints[2 * i + 1];
+      if (b < 0 || e <= b || e > qkv[i]->shape()[2])
+        ctx.fail("channel_ranges: [", b, ", ", e, ") is not a range of the channels of ", names[i], " ",
+                 qkv[i]->describe());
+      ranges[2 * i] = b;
+      ranges[2 * i + 1] = e;
+    }
+  }
+  const int64_t qc = ranges[1] - ranges[0], kc = ranges[3] - ranges[2], vc = ranges[5] - ranges[4];
+  if (kc != qc) ctx.fail("Q ", q.describe(), " and K ", k.describe(), " differ in channels (", qc, " vs ", kc, ")");
+  if (qc % a.heads != 0 || vc % a.heads != 0)
     ctx.fail("Q ", q.describe(), " or V ", v.describe(), " does not split into ", a.heads, " heads");
-  a.head_k = q.shape()[2] / a.heads;
-  a.head_v = v.shape()[2] / a.heads;
+  a.head_k = qc / a.heads;
+  a.head_v = vc / a.heads;
+  a.q_off = ranges[0];
+  a.k_off = ranges[2];
+  a.v_off = ranges[4];
   a.scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
                                    : 1.0 / std::sqrt(static_cast<double>(a.head_k > 0 ? a.head_k : 1));
 
@@ -106,7 +124,7 @@ void attention_kernel(KernelContext& ctx) {
   const double lowest = attention_lowest(q.dtype());
   ref::dispatch<ref::FloatTypes>(ctx, q.dtype(), "Q", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const S *pq = ref::data_as<S>(q), *pk = ref::data_as<S>(k), *pv = ref::data_as<S>(v);
+    const S *pq = ref::data_as<S>(q) + a.q_off, *pk = ref::data_as<S>(k) + a.k_off, *pv = ref::data_as<S>(v) + a.v_off;
     const S* pm = mask ? ref::data_as<S>(*mask) : nullptr;
     S* py = ref::data_as<S>(y);
     std::vector<double> s(static_cast<size_t>(a.kv_len));

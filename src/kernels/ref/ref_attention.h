@@ -15,9 +15,12 @@ struct AttentionShape {
   int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_k = 0, head_v = 0;
   bool causal = false, seq_first = false;
   double scale = 1;
-  // Element offsets of row (b, s) of Q/K/V/Y: b * *_b + s * *_s; the row's H*D channels
-  // are contiguous. seq_first only changes these strides.
+  // Element offsets of row (b, s) of Q/K/V/Y: *_off + b * *_b + s * *_s; the row's H*D
+  // channels are contiguous. seq_first only changes the strides; *_off is the first
+  // channel of the node's channel_ranges (0 without), which kernels add to the input's
+  // data pointer.
   int64_t q_b = 0, q_s = 0, k_b = 0, k_s = 0, v_b = 0, v_s = 0, y_b = 0, y_s = 0;
+  int64_t q_off = 0, k_off = 0, v_off = 0;
   // The mask's strides along [B, H, Sq, Sk]; 0 on the axes it broadcasts over.
   bool has_mask = false;
   int64_t m_b = 0, m_h = 0, m_q = 0, m_k = 0;

@@ -71,9 +71,9 @@ void qattention_kernel(KernelContext& ctx) {
   for (int64_t b = 0; b < a.batch; ++b) {
     for (int64_t h = 0; h < a.heads; ++h) {
       for (int64_t i = 0; i < a.q_len; ++i) {
-        const int32_t* qi = qc.data() + b * a.q_b + i * a.q_s + h * a.head_k;
+        const int32_t* qi = qc.data() + a.q_off + b * a.q_b + i * a.q_s + h * a.head_k;
         for (int64_t j = 0; j < a.kv_len; ++j) {
-          const int32_t* kj = kc.data() + b * a.k_b + j * a.k_s + h * a.head_k;
+          const int32_t* kj = kc.data() + a.k_off + b * a.k_b + j * a.k_s + h * a.head_k;
           int64_t acc = 0;
           for (int64_t d = 0; d < a.head_k; ++d) acc += int64_t{qi[d]} * kj[d];
           s[j] = scale * (qp.q.scale * qp.k.scale * static_cast<float>(acc));
@@ -88,7 +88,7 @@ void qattention_kernel(KernelContext& ctx) {
         float* yi = py + b * a.y_b + i * a.y_s + h * a.head_v;
         for (int64_t d = 0; d < a.head_v; ++d) {
           int64_t acc = 0;
-          for (int64_t j = 0; j < a.kv_len; ++j) acc += int64_t{pc[j]} * vc[b * a.v_b + j * a.v_s + h * a.head_v + d];
+          for (int64_t j = 0; j < a.kv_len; ++j) acc += int64_t{pc[j]} * vc[a.v_off + b * a.v_b + j * a.v_s + h * a.head_v + d];
           yi[d] = qp.p.scale * qp.v.scale * static_cast<float>(acc);
         }
       }

@@ -1,0 +1,112 @@
+// octet.Attention reading Slices of the last axis -> octet.Attention with channel_ranges.
+//
+// Models with one packed input projection (PyTorch's nn.MultiheadAttention: ViT, BART's
+// self-attention in some exports) compute [S, B, 3E] once and Slice it into Q, K and V
+// along the channels. Each Slice copies its third of the tensor on every run, only for
+// the attention kernel to read it once. With channel_ranges the kernel reads the packed
+// tensor in place (its row stride is the full 3E, the offset the slice's start), so the
+// three copies disappear.
+//
+// Matched, per input of Q, K, V independently: an ai.onnx Slice (opset >= 10) of a rank-3
+// tensor with a known last dim, along that last axis only (axes = [-1] or [2]), with
+// constant starts/ends, step 1 (or none) and a non-empty result, whose output only this
+// Attention reads, once. The node must not already carry channel_ranges, and every one of
+// Q, K, V must have a known channel count (the attribute spells out [begin, end) for all
+// three).
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include "ops/infer.h"
+#include "passes/pattern.h"
+#include "passes/rewrites/rewrites.h"
+
+namespace octet::passes {
+namespace {
+
+struct ChannelSlice {
+  Node* slice = nullptr;  // nullptr: the input is read whole
+  Value* source = nullptr;
+  int64_t begin = 0, end = 0;
+};
+
+std::optional<int64_t> last_dim(const Value* v) {
+  if (!v || !v->type.has_rank() || v->type.rank() != 3) return std::nullopt;
+  return (*v->type.dims)[2].constant();
+}
+
+// One int64 of a one-element constant (Slice's starts/ends/axes/steps).
+std::optional<int64_t> one_int(const Value* v) {
+  const Tensor* t = constant_value(v);
+  if (!t || t->numel() != 1 || (t->dtype() != DType::Int64 && t->dtype() != DType::Int32)) return std::nullopt;
+  return t->to_int64_vector()[0];
+}
+
+// The channel range a Slice of the last axis keeps, when `v` is one this pass may absorb.
+std::optional<ChannelSlice> channel_slice(Value* v, const Node* attention) {
+  Node* s = producer(v, "Slice");
+  if (!s || s->opset() < 10 || sole_consumer(v) != attention) return std::nullopt;
+  Value* data = s->input(0);
+  const std::optional<int64_t> channels = last_dim(data);
+  if (!channels || *channels <= 0) return std::nullopt;
+  const std::optional<int64_t> start = one_int(s->input(1)), end = one_int(s->input(2));
+  const std::optional<int64_t> axis = s->input(3) ? one_int(s->input(3)) : std::nullopt;
+  const std::optional<int64_t> step = s->input(4) ? one_int(s->input(4)) : std::optional<int64_t>(1);
+  if (!start || !end || !axis || (*axis != 2 && *axis != -1) || step != 1) return std::nullopt;
+  // ONNX's clamping: negative positions count from the end, then both clamp to [0, C].
+  auto clamp = [&](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + *channels : x, 0, *channels); };
+  ChannelSlice r{s, data, clamp(*start), clamp(*end)};
+  if (r.end <= r.begin) return std::nullopt;
+  return r;
+}
+
+bool run(Graph& g, PassContext& ctx) {
+  bool changed = false;
+  RemovedNodes removed;  // Slices this sweep absorbed: their memory is gone
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n)) continue;
+    if (n->domain() != "octet" || n->op_type() != "Attention" || n->has_attr("channel_ranges")) continue;
+    std::array<ChannelSlice, 3> in;
+    bool any = false, known = true;
+    for (size_t i = 0; i < 3 && known; ++i) {
+      if (std::optional<ChannelSlice> s = channel_slice(n->input(i), n)) {
+        in[i] = *s;
+        any = true;
+      } else if (std::optional<int64_t> c = last_dim(n->input(i))) {
+        in[i] = {nullptr, n->input(i), 0, *c};
+      } else {
+        known = false;
+      }
+    }
+    if (!any || !known) continue;
+
+    std::vector<Attribute> attrs = n->attributes();
+    attrs.push_back(Attribute::make_ints(
+        "channel_ranges", {in[0].begin, in[0].end, in[1].begin, in[1].end, in[2].begin, in[2].end}));
+    std::vector<Value*> inputs = n->inputs();
+    for (size_t i = 0; i < 3; ++i) inputs[i] = in[i].source;
+    GraphPatch patch = make_patch(g);
+    Node* fused = patch.add_node("Attention", inputs, 1, std::move(attrs), "octet", n->name());
+    patch.replace_uses(n->output(0), fused->output(0));
+    patch.remove_node(n);
+    std::vector<Node*> gone = {n};
+    for (const ChannelSlice& s : in)
+      if (s.slice) {
+        patch.remove_node(s.slice);
+        gone.push_back(s.slice);
+      }
+    const int64_t slices = static_cast<int64_t>(gone.size()) - 1;
+    if (ctx.apply(patch)) {
+      removed.add(gone);
+      ctx.count("Slice read in place", slices);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+Pass fuse_attention_slices() { return {"fuse_attention_slices", run}; }
+
+}  // namespace octet::passes

@@ -7,8 +7,10 @@
 // inner loops read contiguous memory whatever the layout (batch- or seq-first), then for
 // a tile of query rows at a time (8 under AVX-512, 4 otherwise):
 //   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (rows x 16 register tile; one pass over Dk)
-//   s = scale * acc + mask, causal entries = lowest; vectorized row softmax (vec_ops.h)
-//   out     acc[r] += P[r][j] * V[j][d..d+16]   (rows x 16 register tile; one pass over Sk)
+//   s = scale * acc + mask, causal entries = lowest; e = exp(s - row max) (vec_ops.h),
+//     the max kept in registers while storing when there is no mask or causal fill
+//   out     acc[r] += e[r][j] * V[j][d..d+16]   (rows x 16 register tile; one pass over Sk),
+//     stored times 1 / sum(e[r]): softmax's normalization costs one multiply per output
 // Only a [64, Sk] score block per thread exists at a time, never [B, H, Sq, Sk].
 //
 // The tiles use GCC vector types, which the compiler lowers to the function's ISA; they are
@@ -55,7 +57,9 @@ OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
   if (w.packed == b * a.heads + h) return;
   w.packed = b * a.heads + h;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
-  std::fill(w.kt.begin(), w.kt.begin() + a.head_k * skp, 0.0f);
+  // Padded key columns are zero, so their scores are exact zeros (never subnormal
+  // garbage, which would cost the FMAs a microcode assist); nothing reads them after.
+  for (int64_t d = 0; d < a.head_k; ++d) std::fill_n(w.kt.begin() + d * skp + a.kv_len, skp - a.kv_len, 0.0f);
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
     for (int64_t d = 0; d < a.head_k; ++d) w.kt[d * skp + j] = kj[d];
@@ -99,10 +103,13 @@ OCTET_INLINE void store(float* p, V v) {
   __builtin_memcpy(p, &v, sizeof(V));
 }
 
-// Scores of `rows` (<= kRows<V>) query rows starting at i into s[r * skp + j], scaled,
-// masked, softmaxed.
+// Scores of `rows` (<= kRows<V>) query rows starting at i into s[r * skp + j], scaled and
+// masked, then exponentiated: s = exp(s - row max). The row sums go to sum[r]; the
+// division by them waits for output_tile's store (one multiply per output instead of a
+// pass over the row).
 template <typename V>
-OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* s) {
+OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* s,
+                              float* sum) {
   constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
@@ -110,6 +117,13 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   for (int64_t r = 0; r < R; ++r)
     q[r] = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
   const float scale = static_cast<float>(a.scale);
+  // Without a mask or causal fill the row max is taken from the registers as the scores
+  // are stored (the padded columns hold exact zeros from K's padding, so they are left
+  // out); otherwise after the mask is added.
+  const bool max_in_tile = !p.mask && !a.causal;
+  const int64_t full_blocks = a.kv_len / kCols;
+  V mx[R];
+  for (int64_t r = 0; r < R; ++r) mx[r] = V{} + p.lowest;
   for (int64_t j0 = 0; j0 < skp; j0 += kCols) {
     V acc[R][N] = {};
     for (int64_t d = 0; d < a.head_k; ++d) {
@@ -121,9 +135,17 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
         for (int64_t r = 0; r < R; ++r) acc[r][n] += q[r][d] * k;
       }
     }
+    const bool full = j0 / kCols < full_blocks;
+#pragma GCC unroll 8
+    for (int64_t r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int64_t n = 0; n < N; ++n) {
+        acc[r][n] *= scale;
+        if (full) mx[r] = acc[r][n] > mx[r] ? acc[r][n] : mx[r];
+      }
     for (int64_t r = 0; r < rows; ++r)
 #pragma GCC unroll 4
-      for (int64_t n = 0; n < N; ++n) store<V>(s + r * skp + j0 + n * kLanes<V>, acc[r][n] * scale);
+      for (int64_t n = 0; n < N; ++n) store<V>(s + r * skp + j0 + n * kLanes<V>, acc[r][n]);
   }
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * skp;
@@ -138,15 +160,23 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
     }
     if (a.causal)
       for (int64_t j = std::max<int64_t>(a.last_key(qi) + 1, 0); j < a.kv_len; ++j) row[j] = p.lowest;
-    p.vec->softmax_row(row, row, a.kv_len, 1.0f);
-    std::fill(row + a.kv_len, row + skp, 0.0f);  // padded columns weigh nothing in P.V
+    float row_max;
+    if (max_in_tile) {
+      row_max = p.lowest;
+      for (int64_t l = 0; l < kLanes<V>; ++l) row_max = std::max(row_max, mx[r][l]);
+      for (int64_t j = full_blocks * kCols; j < a.kv_len; ++j) row_max = std::max(row_max, row[j]);
+    } else {
+      row_max = p.vec->max(row, a.kv_len);
+    }
+    // The padded columns [kv_len, skp) are never read: output_tile stops at kv_len.
+    sum[r] = p.vec->exp_sum(row, 1.0f, row_max, row, a.kv_len);
   }
 }
 
-// Y rows = P rows . V for `rows` rows starting at i.
+// Y rows = (E rows . V) / sum for `rows` rows starting at i (E: scores_tile's exponentials).
 template <typename V>
 OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w,
-                              const float* s) {
+                              const float* s, const float* sum) {
   constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
@@ -165,13 +195,15 @@ OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
     }
     const int64_t width = std::min(kCols, a.head_v - d0);
     for (int64_t r = 0; r < rows; ++r) {
+      // The softmax's last step, as softmax_row does it: e * (1 / sum).
+      const float inv = 1.0f / sum[r];
       float* y = p.y + b * a.y_b + (i + r) * a.y_s + h * a.head_v + d0;
       if (width == kCols) {
 #pragma GCC unroll 4
-        for (int64_t n = 0; n < N; ++n) store<V>(y + n * kLanes<V>, acc[r][n]);
+        for (int64_t n = 0; n < N; ++n) store<V>(y + n * kLanes<V>, acc[r][n] * inv);
       } else {
         float tail[kCols];
-        for (int64_t n = 0; n < N; ++n) store<V>(tail + n * kLanes<V>, acc[r][n]);
+        for (int64_t n = 0; n < N; ++n) store<V>(tail + n * kLanes<V>, acc[r][n] * inv);
         std::copy(tail, tail + width, y);
       }
     }
@@ -186,8 +218,9 @@ OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int
   for (int64_t i = i0; i < i1; i += kRows<V>) {
     const int64_t rows = std::min(kRows<V>, i1 - i);
     float* s = w.s.data() + (i - i0) * skp;
-    scores_tile<V>(p, b, h, i, rows, w, s);
-    output_tile<V>(p, b, h, i, rows, w, s);
+    float sum[kRows<V>];
+    scores_tile<V>(p, b, h, i, rows, w, s, sum);
+    output_tile<V>(p, b, h, i, rows, w, s, sum);
   }
 }
 

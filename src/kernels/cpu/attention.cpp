@@ -2,11 +2,13 @@
 // oracle: kernels/ref/ref_attention.cpp).
 //
 // Work is split into tasks of (batch, head, block of up to 64 query rows), run in parallel
-// with OpenMP on ctx.threads() threads. A task packs its head's K transposed ([Dk][Sk],
-// columns padded to 16) and V ([Sk][Dv], padded to 16) into per-thread scratch, so the
-// inner loops read contiguous memory whatever the layout (batch- or seq-first), then for
-// a tile of query rows at a time (8 under AVX-512, 4 otherwise):
-//   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (rows x 16 register tile; one pass over Dk)
+// with OpenMP on ctx.threads() threads. A task packs its head's K transposed (in blocks
+// of 16 keys, [Sk/16][Dk][16], keys padded to 16) and V ([Sk][Dv], padded to 16) into
+// per-thread scratch, so the inner loops read contiguous memory whatever the layout
+// (batch- or seq-first), then for
+// a tile of query rows at a time (8 under AVX-512, 4 otherwise), its queries transposed:
+//   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (rows x 16 register tile; one pass over Dk;
+//           K^T packed in blocks of 16 keys, each block's Dk x 16 values contiguous)
 //   s = scale * acc + mask, causal entries = lowest; e = exp(s - row max) (vec_ops.h),
 //     the max kept in registers while storing when there is no mask or causal fill
 //   out     acc[r] += e[r][j] * V[j][d..d+16]   (rows x 16 register tile; one pass over Sk),
@@ -44,9 +46,9 @@ struct Args {
   const cpu::VecTable* vec;  // the vectorized row helpers of the active ISA level
 };
 
-// Per-thread scratch: packed K^T, packed V, one score block.
+// Per-thread scratch: packed K^T, packed V, one score block, one query tile transposed.
 struct Scratch {
-  std::vector<float> kt, vp, s;
+  std::vector<float> kt, vp, s, qt;
   int64_t packed = -1;  // the b * H + h whose K and V are packed (consecutive tasks share it)
 };
 
@@ -57,12 +59,16 @@ OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
   if (w.packed == b * a.heads + h) return;
   w.packed = b * a.heads + h;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
-  // Padded key columns are zero, so their scores are exact zeros (never subnormal
-  // garbage, which would cost the FMAs a microcode assist); nothing reads them after.
-  for (int64_t d = 0; d < a.head_k; ++d) std::fill_n(w.kt.begin() + d * skp + a.kv_len, skp - a.kv_len, 0.0f);
+  // K^T in blocks of kCols keys: kt[((j / kCols) * Dk + d) * kCols + j % kCols], so the
+  // score tile streams one block's Dk x kCols values contiguously. Padded key columns
+  // are zero, so their scores are exact zeros (never subnormal garbage, which would cost
+  // the FMAs a microcode assist); nothing reads them after.
+  const int64_t last_block = (skp - kCols) * a.head_k;
+  std::fill(w.kt.begin() + last_block, w.kt.begin() + last_block + a.head_k * kCols, 0.0f);
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
-    for (int64_t d = 0; d < a.head_k; ++d) w.kt[d * skp + j] = kj[d];
+    float* dst = w.kt.data() + (j / kCols) * a.head_k * kCols + j % kCols;
+    for (int64_t d = 0; d < a.head_k; ++d) dst[d * kCols] = kj[d];
   }
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* vj = p.v + b * a.v_b + j * a.v_s + h * a.head_v;
@@ -113,9 +119,13 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
-  const float* q[R];
-  for (int64_t r = 0; r < R; ++r)
-    q[r] = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
+  // The tile's queries transposed, qt[d * R + r]: the inner loop then broadcasts from one
+  // pointer at fixed offsets (eight row pointers each cost an increment per step).
+  float* qt = w.qt.data();
+  for (int64_t r = 0; r < R; ++r) {
+    const float* q = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
+    for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[d];
+  }
   const float scale = static_cast<float>(a.scale);
   // Without a mask or causal fill the row max is taken from the registers as the scores
   // are stored (the padded columns hold exact zeros from K's padding, so they are left
@@ -126,13 +136,15 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   for (int64_t r = 0; r < R; ++r) mx[r] = V{} + p.lowest;
   for (int64_t j0 = 0; j0 < skp; j0 += kCols) {
     V acc[R][N] = {};
+    const float* kblock = w.kt.data() + j0 * a.head_k;
     for (int64_t d = 0; d < a.head_k; ++d) {
-      const float* kd = w.kt.data() + d * skp + j0;
+      const float* kd = kblock + d * kCols;
+      const float* qd = qt + d * R;
 #pragma GCC unroll 4
       for (int64_t n = 0; n < N; ++n) {
         const V k = load<V>(kd + n * kLanes<V>);
 #pragma GCC unroll 8
-        for (int64_t r = 0; r < R; ++r) acc[r][n] += q[r][d] * k;
+        for (int64_t r = 0; r < R; ++r) acc[r][n] += qd[r] * k;
       }
     }
     const bool full = j0 / kCols < full_blocks;
@@ -268,6 +280,7 @@ void attention_f32(KernelContext& ctx) {
     w.kt.resize(static_cast<size_t>(a.head_k * skp));
     w.vp.resize(static_cast<size_t>(a.kv_len * round_up(a.head_v, kCols)));
     w.s.resize(static_cast<size_t>(kBlockRows * skp));
+    w.qt.resize(static_cast<size_t>(a.head_k * kRows<Vec16>));  // the most rows any level's tile has
     return w;
   };
   cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,

@@ -67,7 +67,11 @@ def make_openvino(model, names, threads):
     except ImportError:
         skip("openvino is not installed (pip install openvino)")
     core = ov.Core()
-    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1}
+    # f32 precision explicitly: on CPUs with AVX512-BF16/AMX OpenVINO's default inference
+    # precision is bf16 (outputs then differ from fp32 by ~1e-2), which is not the fp32
+    # comparison this harness makes.
+    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+              "INFERENCE_PRECISION_HINT": "f32"}
     compiled = core.compile_model(core.read_model(model), "CPU", config)
     request = compiled.create_infer_request()
     outputs = compiled.outputs
@@ -84,14 +88,20 @@ def make_tract(model, names, threads, feeds):
         import tract
     except ImportError:
         skip("tract is not installed (pip install tract)")
-    m = tract.onnx().model_for_path(model)
+    onnx = tract.onnx()
+    # tract >= 0.21's Python API: load() gives an InferenceModel, into_model() a typed Model
+    # whose into_runnable() optimizes; older releases had model_for_path/into_optimized.
+    m = onnx.load(model) if hasattr(onnx, "load") else onnx.model_for_path(model)
     # tract wants concrete input facts for symbolic dims: take them from the inputs.
     for i, name in enumerate(names):
         a = feeds[name]
         m.set_input_fact(i, ",".join(map(str, a.shape)) + "," + {"int64": "i64", "int32": "i32",
                                                                    "float32": "f32"}[a.dtype.name])
-    runnable = m.into_optimized().into_runnable()
-    out_names = [m.output_name(i) for i in range(m.output_count())] if hasattr(m, "output_count") else None
+    runnable = m.into_model().into_runnable() if hasattr(m, "into_model") else m.into_optimized().into_runnable()
+    # tract names outputs after their nodes; the graph's own output names, in order, are
+    # what the other engines report.
+    import onnx as onnx_pkg
+    out_names = [o.name for o in onnx_pkg.load(model, load_external_data=False).graph.output]
 
     def run(feed_dict):
         results = runnable.run([feed_dict[n] for n in names])
@@ -99,7 +109,8 @@ def make_tract(model, names, threads, feeds):
         keys = out_names or [f"output_{i}" for i in range(len(arrays))]
         return dict(zip(keys, arrays))
 
-    return run, getattr(tract, "__version__", "?"), {"threads": "tract runs on one thread"}
+    version = tract.version() if hasattr(tract, "version") else getattr(tract, "__version__", "?")
+    return run, version, {"threads": "tract runs on one thread"}
 
 
 def main():

@@ -13,6 +13,7 @@
 
 #include "onnx/model_io.h"
 #include "pass_test_util.h"
+#include "passes/specialize.h"
 
 namespace octet {
 namespace {
@@ -160,6 +161,39 @@ TEST(OptimizeFixtures, OptimizedOnFastKernelsMatchesTheOriginalOnReferenceKernel
                 << err << " (" << fast.optimized_nodes() << " optimized nodes)\n";
       EXPECT_LE(err, 1e-5) << name << " batch " << batch << " seq " << seq;
     }
+  }
+}
+
+// Specialized to one sample (and one token), as `octet bench --dim` and deployments do:
+// ViT's batch-1 Transposes become views and its attention reads the packed QKV in place;
+// GPT-2 at one token still fuses attention although its head-split Transposes then move
+// only size-1 axes (transpose_to_reshape runs after the fusions have converged).
+TEST(OptimizeFixtures, SpecializedToOneSampleAndOneToken) {
+  struct Case {
+    const char* name;
+    int64_t seq;
+    const char* attention;
+  };
+  for (const Case& c : {Case{"vit_tiny", 0, "octet.Attention(none)"}, Case{"gpt2_tiny", 1, "octet.Attention(causal)"},
+                        Case{"bert_tiny", 1, "octet.Attention(mask)"}}) {
+    std::shared_ptr<Graph> original = load(c.name), g = load(c.name);
+    Bindings dims = {{"batch", 1}};
+    if (c.seq) dims["seq"] = c.seq;
+    bind_symbols(*g, dims);
+    OptimizeOptions opts;
+    opts.verify = true;
+    const OptimizeReport r = optimize(*g, opts);
+    EXPECT_EQ(r.detail(c.attention), 2) << c.name;
+    if (std::string(c.name) == "vit_tiny") {
+      EXPECT_EQ(r.detail("Transpose of unit axes"), 4) << r.to_text();  // [1,S,E] <-> [S,1,E] twice per block
+      EXPECT_EQ(r.detail("Slice read in place"), 6) << r.to_text();     // Q, K, V per block
+      EXPECT_EQ(count_ops(*g, "Slice"), 0);
+    }
+    SessionOptions ref;
+    ref.kernels = KernelChoice::Reference;
+    const NamedTensors in = inputs_for(*original, 1, c.seq ? c.seq : 1);
+    const double err = testing::max_relative_error(Session(g).run(in), Session(original, ref).run(in));
+    EXPECT_LE(err, 1e-5) << c.name;
   }
 }
 

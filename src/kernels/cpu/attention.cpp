@@ -26,6 +26,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd_kernels.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/cpu/vec_ops.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/ref/ref_attention.h"
@@ -46,15 +47,16 @@ struct Args {
   const cpu::VecTable* vec;  // the vectorized row helpers of the active ISA level
 };
 
-// Per-thread scratch: packed K^T, packed V, one score block, one query tile transposed.
-struct Scratch {
-  std::vector<float> kt, vp, s, qt;
+// A task's working memory, in its thread's scratch slots (thread_scratch.h): packed K^T,
+// packed V, one score block, one query tile transposed.
+struct Workspace {
+  float *kt, *vp, *s, *qt;
   int64_t packed = -1;  // the b * H + h whose K and V are packed (consecutive tasks share it)
 };
 
 #define OCTET_INLINE inline __attribute__((always_inline))
 
-OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
+OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Workspace& w) {
   const AttentionShape& a = *p.a;
   if (w.packed == b * a.heads + h) return;
   w.packed = b * a.heads + h;
@@ -64,15 +66,15 @@ OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
   // are zero, so their scores are exact zeros (never subnormal garbage, which would cost
   // the FMAs a microcode assist); nothing reads them after.
   const int64_t last_block = (skp - kCols) * a.head_k;
-  std::fill(w.kt.begin() + last_block, w.kt.begin() + last_block + a.head_k * kCols, 0.0f);
+  std::fill(w.kt + last_block, w.kt + last_block + a.head_k * kCols, 0.0f);
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
-    float* dst = w.kt.data() + (j / kCols) * a.head_k * kCols + j % kCols;
+    float* dst = w.kt + (j / kCols) * a.head_k * kCols + j % kCols;
     for (int64_t d = 0; d < a.head_k; ++d) dst[d * kCols] = kj[d];
   }
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* vj = p.v + b * a.v_b + j * a.v_s + h * a.head_v;
-    float* dst = w.vp.data() + j * dvp;
+    float* dst = w.vp + j * dvp;
     std::copy(vj, vj + a.head_v, dst);
     std::fill(dst + a.head_v, dst + dvp, 0.0f);
   }
@@ -114,14 +116,14 @@ OCTET_INLINE void store(float* p, V v) {
 // division by them waits for output_tile's store (one multiply per output instead of a
 // pass over the row).
 template <typename V>
-OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* s,
+OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w, float* s,
                               float* sum) {
   constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
   // The tile's queries transposed, qt[d * R + r]: the inner loop then broadcasts from one
   // pointer at fixed offsets (eight row pointers each cost an increment per step).
-  float* qt = w.qt.data();
+  float* qt = w.qt;
   for (int64_t r = 0; r < R; ++r) {
     const float* q = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
     for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[d];
@@ -136,7 +138,7 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   for (int64_t r = 0; r < R; ++r) mx[r] = V{} + p.lowest;
   for (int64_t j0 = 0; j0 < skp; j0 += kCols) {
     V acc[R][N] = {};
-    const float* kblock = w.kt.data() + j0 * a.head_k;
+    const float* kblock = w.kt + j0 * a.head_k;
     for (int64_t d = 0; d < a.head_k; ++d) {
       const float* kd = kblock + d * kCols;
       const float* qd = qt + d * R;
@@ -187,7 +189,7 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
 
 // Y rows = (E rows . V) / sum for `rows` rows starting at i (E: scores_tile's exponentials).
 template <typename V>
-OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w,
+OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w,
                               const float* s, const float* sum) {
   constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
   const AttentionShape& a = *p.a;
@@ -197,7 +199,7 @@ OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   for (int64_t d0 = 0; d0 < dvp; d0 += kCols) {
     V acc[R][N] = {};
     for (int64_t j = 0; j < a.kv_len; ++j) {
-      const float* vj = w.vp.data() + j * dvp + d0;
+      const float* vj = w.vp + j * dvp + d0;
 #pragma GCC unroll 4
       for (int64_t n = 0; n < N; ++n) {
         const V v = load<V>(vj + n * kLanes<V>);
@@ -224,29 +226,29 @@ OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
 
 // One task: (b, h) and query rows [i0, i1).
 template <typename V>
-OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
+OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Workspace& w) {
   pack_head(p, b, h, w);
   const int64_t skp = round_up(std::max<int64_t>(p.a->kv_len, 1), kCols);
   for (int64_t i = i0; i < i1; i += kRows<V>) {
     const int64_t rows = std::min(kRows<V>, i1 - i);
-    float* s = w.s.data() + (i - i0) * skp;
+    float* s = w.s + (i - i0) * skp;
     float sum[kRows<V>];
     scores_tile<V>(p, b, h, i, rows, w, s, sum);
     output_tile<V>(p, b, h, i, rows, w, s, sum);
   }
 }
 
-using TaskFn = void (*)(const Args&, int64_t, int64_t, int64_t, int64_t, Scratch&);
+using TaskFn = void (*)(const Args&, int64_t, int64_t, int64_t, int64_t, Workspace&);
 
-void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
+void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Workspace& w) {
   task_body<Vec4>(p, b, h, i0, i1, w);
 }
 __attribute__((target("avx2,fma"))) void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1,
-                                                    Scratch& w) {
+                                                    Workspace& w) {
   task_body<Vec8>(p, b, h, i0, i1, w);
 }
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void task_avx512(
-    const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
+    const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Workspace& w) {
   task_body<Vec16>(p, b, h, i0, i1, w);
 }
 
@@ -276,15 +278,16 @@ void attention_f32(KernelContext& ctx) {
   const TaskFn task = task_for(active_isa());
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
   auto make_scratch = [&] {
-    Scratch w;
-    w.kt.resize(static_cast<size_t>(a.head_k * skp));
-    w.vp.resize(static_cast<size_t>(a.kv_len * round_up(a.head_v, kCols)));
-    w.s.resize(static_cast<size_t>(kBlockRows * skp));
-    w.qt.resize(static_cast<size_t>(a.head_k * kRows<Vec16>));  // the most rows any level's tile has
-    return w;
+    using cpu::Scratch;
+    using cpu::thread_scratch_as;
+    return Workspace{thread_scratch_as<float>(Scratch::AttentionKeys, a.head_k * skp),
+                   thread_scratch_as<float>(Scratch::AttentionValues, a.kv_len * round_up(a.head_v, kCols)),
+                   thread_scratch_as<float>(Scratch::AttentionScores, kBlockRows * skp),
+                   // the most rows any level's tile has
+                   thread_scratch_as<float>(Scratch::AttentionQueries, a.head_k * kRows<Vec16>)};
   };
   cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,
-                                [&](Scratch& w, int64_t b, int64_t h, int64_t i0, int64_t i1) { task(p, b, h, i0, i1, w); });
+                                [&](Workspace& w, int64_t b, int64_t h, int64_t i0, int64_t i1) { task(p, b, h, i0, i1, w); });
 }
 
 }  // namespace

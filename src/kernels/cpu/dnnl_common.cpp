@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/tensor.h"
+#include "kernels/cpu/thread_scratch.h"
 
 namespace octet::dnnl_cpu {
 namespace {
@@ -48,10 +49,8 @@ void run_primitive(const dnnl::primitive& p, const dnnl::memory::desc& scratchpa
                    std::unordered_map<int, dnnl::memory>& args) {
   const size_t bytes = scratchpad_md.get_size();
   if (bytes > 0) {
-    // One buffer per thread, kept between calls: concurrent runs never share it.
-    thread_local std::shared_ptr<Buffer> scratch;
-    if (!scratch || scratch->size() < bytes) scratch = Buffer::allocate_uninitialized(bytes);
-    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratchpad_md, engine(), scratch->mutable_data());
+    // This thread's buffer, kept between calls: concurrent runs never share it.
+    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratchpad_md, engine(), cpu::thread_scratch(cpu::Scratch::DnnlScratchpad, bytes));
   }
   dnnl::stream stream(engine());
   p.execute(stream, args);

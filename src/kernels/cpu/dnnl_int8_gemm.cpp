@@ -3,7 +3,6 @@
 #include "kernels/cpu/dnnl_int8_gemm.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 namespace octet::dnnl_cpu {
@@ -53,13 +52,6 @@ bool products_are_exact() {
 bool int8_gemm_exact() {
   static const bool exact = products_are_exact();
   return exact;
-}
-
-void* thread_scratch(Scratch slot, size_t bytes) {
-  thread_local std::array<std::shared_ptr<Buffer>, static_cast<size_t>(Scratch::kCount)> buffers;
-  std::shared_ptr<Buffer>& b = buffers[static_cast<size_t>(slot)];
-  if (!b || b->size() < bytes) b = Buffer::allocate_uninitialized(std::max<size_t>(bytes, 64));
-  return b->mutable_data();
 }
 
 void column_sums(const int8_t* b, int64_t k, int64_t n, int32_t* out) {

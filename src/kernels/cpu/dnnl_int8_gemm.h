@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cpu/dnnl_common.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/kernel.h"
 
 namespace octet::dnnl_cpu {
@@ -38,14 +39,9 @@ constexpr int64_t kMaxInt8K = 33000;
 // True when oneDNN's u8 x s8 product is exact at the engine's ISA (VNNI or AMX).
 bool int8_gemm_exact();
 
-// A grow-only buffer of this thread's, one per slot, for per-run temporaries (the
-// quantized A, int32 sums): a run allocates nothing once the sizes have been seen.
-enum class Scratch { QuantizedA, SplitA, Sums, SplitSums, RowScales, RowZeros, PlainB, Columns, kCount };
-void* thread_scratch(Scratch slot, size_t bytes);
-template <typename T>
-T* thread_scratch_as(Scratch slot, int64_t count) {
-  return static_cast<T*>(thread_scratch(slot, static_cast<size_t>(count) * sizeof(T)));
-}
+// Per-run temporaries (the quantized A, int32 sums) live in this thread's scratch slots.
+using cpu::Scratch;
+using cpu::thread_scratch_as;
 
 // Column sums of a row-major int8 [K, N].
 void column_sums(const int8_t* b, int64_t k, int64_t n, int32_t* out);

@@ -80,8 +80,8 @@ std::optional<Dim> einsum_macs(const Node& n) {
 
 // octet.Attention: Q.K^T and P.V over every head, B*Sq*Sk*(H*Dk + H*Dv); the channel
 // widths H*Dk and H*Dv are Q's and V's last dims whatever the layout (seq_first swaps
-// only the leading two axes). Causal masking skips no MACs in the count, as the
-// decomposed graph's MatMuls do not.
+// only the leading two axes), or the lengths of their channel_ranges. Causal masking
+// skips no MACs in the count, as the decomposed graph's MatMuls do not.
 std::optional<Dim> attention_macs(const Node& n) {
   const DimVector* q = dims_of(n.input(0));
   const DimVector* k = dims_of(n.input(1));
@@ -91,7 +91,12 @@ std::optional<Dim> attention_macs(const Node& n) {
   Dim batch = seq_first ? (*q)[1] : (*q)[0];
   Dim sq = seq_first ? (*q)[0] : (*q)[1];
   Dim sk = seq_first ? (*k)[0] : (*k)[1];
-  return batch * sq * sk * ((*q)[2] + (*v)[2]);
+  Dim qc = (*q)[2], vc = (*v)[2];
+  if (const Attribute* r = n.find_attr("channel_ranges"); r && r->kind == Attribute::Kind::Ints && r->ints.size() == 6) {
+    qc = Dim(r->ints[1] - r->ints[0]);
+    vc = Dim(r->ints[5] - r->ints[4]);
+  }
+  return batch * sq * sk * (qc + vc);
 }
 
 }  // namespace

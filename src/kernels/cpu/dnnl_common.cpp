@@ -76,6 +76,27 @@ std::string impl_name(const dnnl::primitive_desc_base& pd) { return pd.impl_info
 
 bool is_reference_impl(const dnnl::primitive_desc_base& pd) { return impl_name(pd).rfind("ref", 0) == 0; }
 
+MatMulPrimitive first_usable_matmul(const std::vector<std::pair<dnnl::memory::desc, bool>>& weights,
+                                    const std::function<dnnl::matmul::desc(const dnnl::memory::desc&)>& make_desc,
+                                    const dnnl::primitive_attr& attr) {
+  MatMulPrimitive out;
+  for (const auto& [wei, is_packed] : weights) {
+    try {
+      dnnl::matmul::primitive_desc pd(make_desc(wei), attr, engine(), /*allow_empty=*/true);
+      if (!pd || is_reference_impl(pd)) continue;
+      out.primitive = dnnl::matmul(pd);
+      out.scratchpad = pd.scratchpad_desc();
+      out.uses_packed = is_packed;
+      out.usable = true;
+      out.impl = impl_name(pd);
+      break;
+    } catch (const dnnl::error&) {
+      // A shape, layout or attribute combination oneDNN rejects: try the next layout.
+    }
+  }
+  return out;
+}
+
 void run_reference_kernel(KernelContext& ctx, size_t input, const Tensor* replacement) {
   KernelFn fn = KernelRegistry::reference().find(ctx.node().domain(), ctx.node().op_type());
   OCTET_ASSERT(fn, "no reference kernel for ", ctx.node().describe());

@@ -55,6 +55,22 @@ std::string impl_name(const dnnl::primitive_desc_base& pd);
 // kernels; a kernel that gets one treats the shape as unsupported.
 bool is_reference_impl(const dnnl::primitive_desc_base& pd);
 
+// A oneDNN matmul primitive chosen for one problem shape (its owner caches one per shape).
+struct MatMulPrimitive {
+  dnnl::matmul primitive;
+  dnnl::memory::desc scratchpad;
+  bool uses_packed = false;
+  bool usable = false;  // false: oneDNN offers only its reference implementation
+  std::string impl;     // oneDNN's implementation ("brg:avx512_core", "gemm:jit")
+};
+// The first of `weights` (each a layout of B and whether it is the node's prepacked copy;
+// callers list the packed one first) for which oneDNN has a non-reference implementation
+// of make_desc(layout) with `attr`. Combinations oneDNN rejects are skipped; the result
+// is unusable when none is left.
+MatMulPrimitive first_usable_matmul(const std::vector<std::pair<dnnl::memory::desc, bool>>& weights,
+                                    const std::function<dnnl::matmul::desc(const dnnl::memory::desc&)>& make_desc,
+                                    const dnnl::primitive_attr& attr);
+
 // Runs the reference kernel of ctx's node: the path for shapes oneDNN does not take. With
 // `replacement`, the kernel reads it as input `input` (a weight the state unpacked from
 // its packed copy, the graph's copy being released) and the context gets its own back.

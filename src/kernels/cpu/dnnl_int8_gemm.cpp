@@ -104,29 +104,18 @@ Tensor Int8Gemm::unpack() const {
 
 std::shared_ptr<const Int8Gemm::Entry> Int8Gemm::create(int64_t m, dnnl::memory::data_type dst_type,
                                                         dnnl::primitive_attr attr, bool with_bias) const {
-  auto entry = std::make_shared<Entry>();
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::memory::desc src = a_desc(m, k_), dst({m, n_}, dst_type, tag::ab);
   // The packed B first; a plain B when oneDNN wants another layout for this M.
   std::vector<std::pair<dnnl::memory::desc, bool>> weights;
   if (packed_) weights.emplace_back(packed_->get_desc(), true);
   weights.emplace_back(b_desc(k_, n_), false);
-  for (const auto& [wei, is_packed] : weights) {
-    try {
-      auto desc = with_bias ? dnnl::matmul::desc(src, wei, f32_desc({1, n_}), dst) : dnnl::matmul::desc(src, wei, dst);
-      dnnl::matmul::primitive_desc pd(desc, attr, engine(), /*allow_empty=*/true);
-      if (!pd || is_reference_impl(pd)) continue;
-      entry->primitive = dnnl::matmul(pd);
-      entry->scratchpad = pd.scratchpad_desc();
-      entry->uses_packed = is_packed;
-      entry->usable = true;
-      entry->impl = impl_name(pd);
-      break;
-    } catch (const dnnl::error&) {
-      // An attribute combination oneDNN rejects: try plain B, then give up on this shape.
-    }
-  }
-  return entry;
+  return std::make_shared<Entry>(first_usable_matmul(
+      weights,
+      [&](const dnnl::memory::desc& wei) {
+        return with_bias ? dnnl::matmul::desc(src, wei, f32_desc({1, n_}), dst) : dnnl::matmul::desc(src, wei, dst);
+      },
+      attr));
 }
 
 void Int8Gemm::execute(const KernelContext& ctx, const Entry& entry, const uint8_t* a, int64_t m,

@@ -63,13 +63,7 @@ class Int8Gemm {
   Tensor unpack() const;
 
   // One created primitive: the product for one M with given attributes.
-  struct Entry {
-    dnnl::matmul primitive;
-    dnnl::memory::desc scratchpad;
-    bool uses_packed = false;
-    bool usable = false;  // false: oneDNN offers only its reference implementation
-    std::string impl;
-  };
+  using Entry = MatMulPrimitive;
   // A primitive for A [m, K] u8 -> dst [m, N] of `dst_type`, with `attr` and an optional
   // float32 bias [1, N]: on the packed B first, else on a plain B.
   // (The attribute's scratchpad mode is set to user: run_primitive brings the scratchpad.)

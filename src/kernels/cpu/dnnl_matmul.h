@@ -84,13 +84,7 @@ class MatMulState : public KernelState {
   std::vector<std::string> implementations() const;
 
   // A created primitive for one shape key, shared by every run with that key.
-  struct Entry {
-    dnnl::matmul primitive;
-    dnnl::memory::desc scratchpad;
-    bool uses_packed = false;
-    bool usable = false;  // false: oneDNN has no fast implementation for the shape
-    std::string impl;     // oneDNN's implementation ("brg:avx512_core", "gemm:jit")
-  };
+  using Entry = MatMulPrimitive;
   // The cached primitive for `problem` at `threads`, created on first use; nullptr when
   // oneDNN offers no usable one (the caller then runs the reference kernel).
   std::shared_ptr<const Entry> primitive_for(const MatMulProblem& problem, int threads) const;

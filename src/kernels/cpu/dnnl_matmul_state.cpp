@@ -88,31 +88,17 @@ dnnl::primitive_attr MatMulState::attributes(const MatMulProblem& p) const {
 }
 
 std::shared_ptr<const MatMulState::Entry> MatMulState::create(const MatMulProblem& p) const {
-  auto entry = std::make_shared<Entry>();
-  const dnnl::primitive_attr attr = attributes(p);
   const auto src = f32_desc(p.src, p.src_strides), dst = f32_desc(p.dst);
   // The prepacked B first; a plain B when oneDNN wants another layout for this M.
   std::vector<std::pair<dnnl::memory::desc, bool>> weights;
   if (packed_ && p.wei == packed_dims_) weights.emplace_back(packed_->get_desc(), true);
   weights.emplace_back(f32_desc(p.wei, p.wei_strides), false);
-  for (const auto& [wei, is_packed] : weights) {
-    try {
-      auto desc = p.bias.empty() ? dnnl::matmul::desc(src, wei, dst)
-                                 : dnnl::matmul::desc(src, wei, f32_desc(p.bias), dst);
-      dnnl::matmul::primitive_desc pd(desc, attr, engine(), /*allow_empty=*/true);
-      if (!pd || is_reference_impl(pd)) continue;
-      entry->primitive = dnnl::matmul(pd);
-      entry->scratchpad = pd.scratchpad_desc();
-      entry->uses_packed = is_packed;
-      entry->usable = true;
-      entry->impl = impl_name(pd);
-      break;
-    } catch (const dnnl::error&) {
-      // A shape or post-op combination oneDNN rejects: try the next layout, then give
-      // the shape to the reference kernel.
-    }
-  }
-  return entry;
+  return std::make_shared<Entry>(first_usable_matmul(
+      weights,
+      [&](const dnnl::memory::desc& wei) {
+        return p.bias.empty() ? dnnl::matmul::desc(src, wei, dst) : dnnl::matmul::desc(src, wei, f32_desc(p.bias), dst);
+      },
+      attributes(p)));
 }
 
 std::shared_ptr<const MatMulState::Entry> MatMulState::primitive_for(const MatMulProblem& p, int threads) const {

@@ -30,6 +30,18 @@ struct Math {
   // from `a` alone, so a large `a` loses none of b's bits to rounding a + b.
   static F exp2(F a, F b) { return exp_impl<true>(a, b); }
 
+  // exp(r) for the reduced argument |r| <= ln2/2 (a little more with exp2's b): Cephes'
+  // polynomial, 1 + r + r^2 * P(r).
+  static F exp_reduced(F r) {
+    F p = T::set1(1.9875691500e-4f);
+    p = T::fmadd(p, r, T::set1(1.3981999507e-3f));
+    p = T::fmadd(p, r, T::set1(8.3334519073e-3f));
+    p = T::fmadd(p, r, T::set1(4.1665795894e-2f));
+    p = T::fmadd(p, r, T::set1(1.6666665459e-1f));
+    p = T::fmadd(p, r, T::set1(5.0000001201e-1f));
+    return T::fmadd(T::mul(p, r), r, T::add(r, T::set1(1.0f)));
+  }
+
   template <bool kSplit>
   static F exp_impl(F a, F b) {
     const F hi = T::set1(88.7228f), lo = T::set1(-104.0f);
@@ -42,21 +54,14 @@ struct Math {
     F r = T::fmadd(nf, T::set1(-0.693359375f), kSplit ? T::min(hi, T::max(lo, a)) : c);
     r = T::fmadd(nf, T::set1(2.12194440e-4f), r);
     if constexpr (kSplit) r = T::add(r, b);
-    F p = T::set1(1.9875691500e-4f);
-    p = T::fmadd(p, r, T::set1(1.3981999507e-3f));
-    p = T::fmadd(p, r, T::set1(8.3334519073e-3f));
-    p = T::fmadd(p, r, T::set1(4.1665795894e-2f));
-    p = T::fmadd(p, r, T::set1(1.6666665459e-1f));
-    p = T::fmadd(p, r, T::set1(5.0000001201e-1f));
-    p = T::fmadd(T::mul(p, r), r, T::add(r, T::set1(1.0f)));
-    const F y = T::ldexp(p, n);
+    const F y = T::ldexp(exp_reduced(r), n);
     return T::select(T::gt(x, hi), T::set1(__builtin_inff()), y);
   }
 
   // exp(x), with 0 wherever the true result is below exp(-87) ~ 1.6e-38 (just above
   // FLT_MIN) instead of a subnormal, and saturating at exp(88) ~ 1.65e38 above 88 instead
-  // of reaching +inf: softmax's exp, whose argument x*scale - max is <= 0. A masked or far-below-max
-  // score, and every lane past a row's end, lands below -87, and an instruction that
+  // of reaching +inf: softmax's exp, whose argument x*scale - max is <= 0. A masked or
+  // far-below-max score, and every lane past a row's end, lands below -87, and one that
   // writes a subnormal takes a microcode assist (~100 cycles on Intel cores without FTZ):
   // a 197-long row, whose 11 tail lanes used to end subnormal, ran 1.8x slower than a
   // 208-long one. Against the row's sum (>= 1) such a term is below any float32 rounding.
@@ -70,13 +75,7 @@ struct Math {
     const F nf = T::round(T::mul(c, T::set1(1.44269504088896341f)));
     F r = T::fmadd(nf, T::set1(-0.693359375f), c);
     r = T::fmadd(nf, T::set1(2.12194440e-4f), r);
-    F p = T::set1(1.9875691500e-4f);
-    p = T::fmadd(p, r, T::set1(1.3981999507e-3f));
-    p = T::fmadd(p, r, T::set1(8.3334519073e-3f));
-    p = T::fmadd(p, r, T::set1(4.1665795894e-2f));
-    p = T::fmadd(p, r, T::set1(1.6666665459e-1f));
-    p = T::fmadd(p, r, T::set1(5.0000001201e-1f));
-    p = T::fmadd(T::mul(p, r), r, T::add(r, T::set1(1.0f)));
+    const F p = exp_reduced(r);
     // exp(-87) = 2^-126 * 1.40 and exp(88) = 2^127 * 1.03: nf is in [-126, 127], so 2^nf
     // and p * 2^nf are normal, which scale_pow2 needs.
     return T::select(T::lt(x, floor), T::set1(0.0f), T::scale_pow2(p, nf));

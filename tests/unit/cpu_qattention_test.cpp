@@ -190,6 +190,57 @@ TEST(CpuQAttention, NonFloat32QFallsBackToReference) {
   EXPECT_FALSE(def->prepare(*g->nodes().at(0), state));
 }
 
+// channel_ranges: Q, K, V read from one packed tensor give exactly what the same
+// QAttention gives on the ranges copied out (the integer math is the same), on the
+// reference and on every optimized path.
+TEST(CpuQAttention, ChannelRangesReadOnePackedTensorInPlace) {
+  for (bool seq_first : {false, true}) {
+    QCase c = with_u8_pzp(shape(2, 19, 19, 3, 8, 16));
+    c.seq_first = seq_first;
+    const int64_t qc = c.heads * c.head_k, vc = c.heads * c.head_v, channels = 3 + 2 * qc + 2 + vc + 4;
+    const std::vector<int64_t> ranges = {3, 3 + qc, 3 + qc, 3 + 2 * qc, 5 + 2 * qc, 5 + 2 * qc + vc};
+    const Tensor qkv = random_f32(lead_shape(c, c.q_len, channels), 77, -2.5f, 2.5f);
+    NamedTensors split;
+    const int64_t rows = c.batch * c.q_len;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t b = ranges[2 * i], e = ranges[2 * i + 1];
+      Tensor t(DType::Float32, lead_shape(c, c.q_len, e - b));
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy(qkv.data<float>() + r * channels + b, qkv.data<float>() + r * channels + e,
+                  t.mutable_data<float>() + r * (e - b));
+      split.emplace_back(std::string(1, "qkv"[i]), std::move(t));
+    }
+    auto packed = std::make_shared<Graph>();
+    packed->opset_imports[""] = 21;
+    packed->opset_imports["octet"] = 1;
+    const std::vector<int64_t> dims = lead_shape(c, c.q_len, channels);
+    packed->add_input("qkv", TensorType(DType::Float32, DimVector(dims.begin(), dims.end())));
+    std::vector<std::string> ins = {"qkv", "qkv", "qkv", ""};
+    for (auto& [name, t] : qattention_params(c)) {
+      packed->add_initializer(name, std::make_shared<Tensor>(t));
+      ins.push_back(name);
+    }
+    std::vector<Attribute> attrs = qattention_attrs(c);
+    attrs.push_back(Attribute::make_ints("channel_ranges", ranges));
+    packed->add_node("QAttention", ins, {"y"}, attrs, "octet", "qattention");
+    packed->mark_output(packed->value("y"));
+
+    SessionOptions ref_opts;
+    ref_opts.kernels = KernelChoice::Reference;
+    const Tensor want = Session(qattention_graph(c), ref_opts).run(split)[0].second;
+    const NamedTensors in = {{"qkv", qkv}};
+    const Tensor ref_packed = Session(packed, ref_opts).run(in)[0].second;
+    ASSERT_EQ(ref_packed.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(ref_packed.data<float>()[i], want.data<float>()[i]) << i;
+    for (IsaLevel level : available_isas()) {
+      ScopedIsaLevel isa(level);
+      Session s(packed, SessionOptions{});
+      ASSERT_EQ(s.optimized_nodes(), 1);
+      compare_qattention(s.run(in)[0].second, want, c, c.describe() + " packed, isa " + isa_name(level));
+    }
+  }
+}
+
 // ---- timings (printed, never asserted)
 
 TEST(CpuQAttentionBench, PrintOneThreadTimings) {

@@ -1,4 +1,5 @@
-// octet.Attention reading Slices of the last axis -> octet.Attention with channel_ranges.
+// octet.Attention / octet.QAttention reading Slices of the last axis -> the same op with
+// channel_ranges.
 //
 // Models with one packed input projection (PyTorch's nn.MultiheadAttention: ViT, BART's
 // self-attention in some exports) compute [S, B, 3E] once and Slice it into Q, K and V
@@ -65,7 +66,9 @@ bool run(Graph& g, PassContext& ctx) {
   RemovedNodes removed;  // Slices this sweep absorbed: their memory is gone
   for (Node* n : g.nodes()) {
     if (removed.contains(n)) continue;
-    if (n->domain() != "octet" || n->op_type() != "Attention" || n->has_attr("channel_ranges")) continue;
+    if (n->domain() != "octet" || (n->op_type() != "Attention" && n->op_type() != "QAttention") ||
+        n->has_attr("channel_ranges"))
+      continue;
     std::array<ChannelSlice, 3> in;
     bool any = false, known = true;
     for (size_t i = 0; i < 3 && known; ++i) {
@@ -86,7 +89,7 @@ bool run(Graph& g, PassContext& ctx) {
     std::vector<Value*> inputs = n->inputs();
     for (size_t i = 0; i < 3; ++i) inputs[i] = in[i].source;
     GraphPatch patch = make_patch(g);
-    Node* fused = patch.add_node("Attention", inputs, 1, std::move(attrs), "octet", n->name());
+    Node* fused = patch.add_node(n->op_type(), inputs, 1, std::move(attrs), "octet", n->name());
     patch.replace_uses(n->output(0), fused->output(0));
     patch.remove_node(n);
     std::vector<Node*> gone = {n};

@@ -20,7 +20,7 @@ Pass fuse_rms_norm();      // Pow/ReduceMean/Add/Sqrt/Div|Reciprocal/Mul[/Mul]  
 Pass fuse_qdq_matmul();    // MatMul/Gemm on Q/DQ'd activation and int8 weight [+ bias]  -> octet.QMatMul
 Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)          -> octet.MatMulBias
 Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge      -> octet.Attention
-Pass fuse_attention_slices();  // octet.Attention on Slices of packed QKV channels -> reads them in place
+Pass fuse_attention_slices();  // (Q)Attention on Slices of packed QKV channels -> reads them in place
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
 Pass transpose_to_reshape();  // Transpose moving only size-1 axes                  -> Reshape (a view)
 

@@ -5,7 +5,8 @@ For each model: random inputs are drawn once and saved to an .npz that every eng
 reads (octet through `octet bench --input`), so all engines see identical data. Each
 engine runs in its own subprocess (so peak RSS is per engine), creates its session once,
 runs --warmup untimed then --iters timed inferences, and saves the outputs of its last
-run; those are compared with onnxruntime's (rtol 1e-4). Engines:
+run; those are compared with onnxruntime's (rtol 1e-4, atol 1e-5 x the output's largest
+magnitude). Engines:
 
   octet            `octet bench --json` (optimizer level 2, shapes specialized to the
                    benchmark's dims, as a fixed-shape deployment would)
@@ -185,8 +186,13 @@ def compare_outputs(got_npz, want_npz):
             g, w = got[k].astype(np.float64), want[k].astype(np.float64)
             if g.shape != w.shape:
                 return {"ok": False, "problem": f"{k}: shape {g.shape} vs {w.shape}"}
-            ok &= bool(np.allclose(g, w, rtol=RTOL, atol=ATOL))
-            worst = max(worst, float(np.max(np.abs(g - w) / np.maximum(np.abs(w), ATOL / RTOL))) if w.size else 0.0)
+            # The absolute floor scales with the output's magnitude: a fixed 1e-5 is below
+            # float32's rounding of logits in the hundreds (onnxruntime's own optimization
+            # levels differ by 6e-5 on gpt2_mini's), where near-zero entries then fail a
+            # relative test on rounding noise alone.
+            atol = ATOL * max(1.0, float(np.max(np.abs(w)))) if w.size else ATOL
+            ok &= bool(np.allclose(g, w, rtol=RTOL, atol=atol))
+            worst = max(worst, float(np.max(np.abs(g - w) / np.maximum(np.abs(w), atol / RTOL))) if w.size else 0.0)
         return {"ok": ok, "max_rel_error": worst}
 
 

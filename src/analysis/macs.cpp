@@ -92,7 +92,8 @@ std::optional<Dim> attention_macs(const Node& n) {
   Dim sq = seq_first ? (*q)[0] : (*q)[1];
   Dim sk = seq_first ? (*k)[0] : (*k)[1];
   Dim qc = (*q)[2], vc = (*v)[2];
-  if (const Attribute* r = n.find_attr("channel_ranges"); r && r->kind == Attribute::Kind::Ints && r->ints.size() == 6) {
+  const Attribute* r = n.find_attr("channel_ranges");
+  if (r && r->kind == Attribute::Kind::Ints && r->ints.size() == 6) {
     qc = Dim(r->ints[1] - r->ints[0]);
     vc = Dim(r->ints[5] - r->ints[4]);
   }

@@ -5,8 +5,8 @@
 // with OpenMP on ctx.threads() threads. A task packs its head's K transposed (in blocks
 // of 16 keys, [Sk/16][Dk][16], keys padded to 16) and V ([Sk][Dv], padded to 16) into
 // per-thread scratch, so the inner loops read contiguous memory whatever the layout
-// (batch- or seq-first), then for
-// a tile of query rows at a time (8 under AVX-512, 4 otherwise), its queries transposed:
+// (batch- or seq-first), then for a tile of query rows at a time (8 under AVX-512, 4
+// otherwise), its queries transposed:
 //   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (rows x 16 register tile; one pass over Dk;
 //           K^T packed in blocks of 16 keys, each block's Dk x 16 values contiguous)
 //   s = scale * acc + mask, causal entries = lowest; e = exp(s - row max) (vec_ops.h),
@@ -125,7 +125,8 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   // pointer at fixed offsets (eight row pointers each cost an increment per step).
   float* qt = w.qt;
   for (int64_t r = 0; r < R; ++r) {
-    const float* q = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;  // a short tile repeats its last row
+    // A short tile repeats its last row.
+    const float* q = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;
     for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[d];
   }
   const float scale = static_cast<float>(a.scale);

@@ -88,7 +88,8 @@ void qattention_kernel(KernelContext& ctx) {
         float* yi = py + b * a.y_b + i * a.y_s + h * a.head_v;
         for (int64_t d = 0; d < a.head_v; ++d) {
           int64_t acc = 0;
-          for (int64_t j = 0; j < a.kv_len; ++j) acc += int64_t{pc[j]} * vc[a.v_off + b * a.v_b + j * a.v_s + h * a.head_v + d];
+          const int32_t* vd = vc.data() + a.v_off + b * a.v_b + h * a.head_v + d;
+          for (int64_t j = 0; j < a.kv_len; ++j) acc += int64_t{pc[j]} * vd[j * a.v_s];
           yi[d] = qp.p.scale * qp.v.scale * static_cast<float>(acc);
         }
       }

@@ -93,7 +93,7 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   std::vector<Pass> finishing;
   // Transposes become Reshapes only once no fusion can still want them: fuse_attention
   // matches head-split Transposes that, at one token or one head, move only size-1 axes.
-  if (options.level >= 2) finishing = {transpose_to_reshape(), eliminate_dead_code()};
+  if (options.level >= 2) finishing = {transpose_to_reshape()};
   return Pipeline(std::move(list), std::move(finishing));
 }
 

@@ -6,8 +6,9 @@
 //   level 2  level 1 + fusions: Erf- and tanh-GeLU -> octet.Gelu, decomposed LayerNorm ->
 //            LayerNormalization, decomposed RMSNorm -> RMSNormalization (octet domain
 //            below opset 23), MatMul + constant bias -> octet.MatMulBias, multi-head
-//            attention blocks -> octet.Attention, Transposes that only move size-1
-//            axes -> Reshape (a view, no copy)
+//            attention blocks -> octet.Attention (reading a packed QKV projection in
+//            place), and last, once those have converged, Transposes that only move
+//            size-1 axes -> Reshape (a view, no copy)
 //
 // The result computes what the input graph computes (fp32 within float rounding; the
 // fused ops round once where the unfused chains rounded at every step), keeps every

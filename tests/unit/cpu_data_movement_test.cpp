@@ -108,7 +108,12 @@ TEST(CpuDataMovement, LargeTransposesUseThreads) {
                         {{2, 128, 4, 65}, {0, 2, 1, 3}, DType::Float32},
                         {{3, 257, 129}, {2, 0, 1}, DType::Int8},
                         {{3, 257, 129}, {1, 2, 0}, DType::UInt16},
-                        {{65, 33, 40}, {2, 1, 0}, DType::Int64}};
+                        {{65, 33, 40}, {2, 1, 0}, DType::Int64},
+                        // ViT patch extraction: short contiguous rows (16 floats, and
+                        // ragged 12-element rows in 2-byte and 8-byte types).
+                        {{2, 3, 14, 16, 14, 16}, {0, 2, 4, 1, 3, 5}, DType::Float32},
+                        {{2, 3, 10, 12, 9, 12}, {0, 2, 4, 1, 3, 5}, DType::Float16},
+                        {{1, 5, 9, 12, 8, 12}, {0, 2, 4, 1, 3, 5}, DType::Int64}};
   for (const Case& c : cases) {
     CpuCall call{"Transpose", {random_tensor(c.dtype, c.shape, 11)}, {Attribute::make_ints("perm", c.perm)}};
     call.threads = 2;

@@ -1,0 +1,195 @@
+// Conv with stride == kernel and no padding becomes patches + MatMul: same results (on
+// the optimized kernels and against the reference Conv), the ViT token tail absorbed, and
+// every other Conv left alone.
+#include <gtest/gtest.h>
+
+#include "onnx/model_io.h"
+#include "pass_test_util.h"
+#include "passes/specialize.h"
+
+namespace octet {
+namespace {
+
+using testing::count_ops;
+using testing::PassGraph;
+
+struct ConvCase {
+  std::vector<Dim> x;                 // input dims; spatial ones known
+  std::vector<int64_t> w;             // [OC, C, k...]
+  std::vector<Attribute> attrs;       // strides etc.
+  bool bias = true;
+  bool token_tail = false;            // Reshape [N, OC, patches] + Transpose(0,2,1) after
+  bool w_is_input = false;            // W a graph input: not a constant
+};
+
+std::vector<int64_t> kernel_of(const ConvCase& c) { return {c.w.begin() + 2, c.w.end()}; }
+
+// X -> Conv -> (Relu | token tail) -> y
+std::shared_ptr<Graph> conv_graph(const ConvCase& c) {
+  PassGraph b;
+  b.input("x", DType::Float32, c.x);
+  if (c.w_is_input) b.input("w", DType::Float32, std::vector<Dim>(c.w.begin(), c.w.end()));
+  else b.init("w", testing::ramp(DType::Float32, c.w, 1, 0.5f));
+  std::vector<std::string> ins = {"x", "w"};
+  if (c.bias) {
+    b.init("b", testing::ramp(DType::Float32, {c.w[0]}, 2));
+    ins.push_back("b");
+  }
+  b.node("Conv", ins, {"c"}, c.attrs);
+  if (c.token_tail) {
+    int64_t patches = 1;
+    for (size_t i = 2; i < c.x.size(); ++i) patches *= c.x[i].value() / c.w[i];
+    b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], patches}));
+    b.node("Reshape", {"c", "flat"}, {"f"});
+    b.node("Transpose", {"f"}, {"y"}, {Attribute::make_ints("perm", {0, 2, 1})});
+  } else {
+    b.node("Relu", {"c"}, {"y"});
+  }
+  b.output("y");
+  return b.done();
+}
+
+ConvCase patchify(std::vector<Dim> x, std::vector<int64_t> w) {
+  ConvCase c{std::move(x), std::move(w), {}};
+  c.attrs = {Attribute::make_ints("kernel_shape", kernel_of(c)), Attribute::make_ints("strides", kernel_of(c))};
+  return c;
+}
+
+NamedTensors inputs_for(const ConvCase& c, int64_t batch) {
+  std::vector<int64_t> shape;
+  for (const Dim& d : c.x) shape.push_back(d.constant().value_or(batch));
+  NamedTensors in = {{"x", testing::ramp(DType::Float32, shape, 3)}};
+  if (c.w_is_input) in.emplace_back("w", testing::ramp(DType::Float32, c.w, 1, 0.5f));
+  return in;
+}
+
+// Rewrites, checks the graph's form, and compares with the original Conv on the optimized
+// kernels and on the reference kernels.
+void expect_rewritten(const ConvCase& c, int64_t batch, const std::string& what) {
+  SCOPED_TRACE(what);
+  const NamedTensors in = inputs_for(c, batch);
+  auto g = testing::rewrite_and_compare([&] { return conv_graph(c); }, passes::conv_patches_to_matmul(), in, 1e-5);
+  EXPECT_EQ(count_ops(*g, "Conv"), 0);
+  EXPECT_EQ(count_ops(*g, "MatMul"), 1);
+  EXPECT_EQ(count_ops(*g, "Add"), c.bias ? 1 : 0);
+  // The patch Transpose, plus the one back to NCHW unless the token tail absorbed it.
+  EXPECT_EQ(count_ops(*g, "Transpose"), c.token_tail ? 1 : 2);
+  SessionOptions ref;
+  ref.kernels = KernelChoice::Reference;
+  const NamedTensors want = Session(conv_graph(c), ref).run(in);
+  EXPECT_LE(testing::max_relative_error(testing::run_graph(g, in), want), 1e-5);
+}
+
+TEST(ConvPatchesToMatmul, PatchConvsBecomeAMatMulWithTheSameResult) {
+  // ViT-like with the token tail, batch 2, filters not a multiple of 16, ragged patch grid.
+  ConvCase vit = patchify({2, 3, 12, 20}, {5, 3, 4, 4});
+  vit.token_tail = true;
+  expect_rewritten(vit, 2, "vit tail");
+  // Same Conv read by something else: Y comes back as NCHW.
+  expect_rewritten(patchify({2, 3, 12, 20}, {5, 3, 4, 4}), 2, "nchw out");
+  // Non-square kernel, one channel, no bias.
+  ConvCase mono = patchify({1, 1, 6, 10}, {17, 1, 3, 5});
+  mono.bias = false;
+  expect_rewritten(mono, 1, "one channel, 3x5 kernel, no bias");
+  // k = 1 with stride 1: a 1x1 Conv is a GEMM over pixels too; attributes left to defaults.
+  expect_rewritten(ConvCase{{2, 7, 3, 5}, {9, 7, 1, 1}, {}}, 2, "1x1 conv");
+  // 1-D and 3-D.
+  expect_rewritten(patchify({2, 4, 12}, {6, 4, 3}), 2, "1-D");
+  ConvCase cube = patchify({1, 2, 4, 6, 4}, {3, 2, 2, 3, 2});
+  cube.token_tail = true;
+  expect_rewritten(cube, 1, "3-D with the token tail");
+  // Explicit zero pads, unit dilations and auto_pad VALID say the same as no attributes.
+  ConvCase valid = patchify({1, 3, 8, 8}, {4, 3, 2, 2});
+  valid.attrs.push_back(Attribute::make_ints("pads", {0, 0, 0, 0}));
+  valid.attrs.push_back(Attribute::make_ints("dilations", {1, 1}));
+  valid.attrs.push_back(Attribute::make_string("auto_pad", "VALID"));
+  expect_rewritten(valid, 1, "explicit zero pads");
+}
+
+TEST(ConvPatchesToMatmul, SymbolicBatchIsCopiedByTheReshapes) {
+  ConvCase c = patchify({Dim::symbol("batch"), 3, 8, 12}, {8, 3, 4, 4});
+  c.token_tail = false;
+  auto make = [&] { return conv_graph(c); };
+  std::shared_ptr<Graph> original = make(), rewritten = make();
+  run_pass(*rewritten, passes::conv_patches_to_matmul());
+  ASSERT_EQ(count_ops(*rewritten, "Conv"), 0);
+  EXPECT_EQ(rewritten->outputs()[0]->type.dims->front(), Dim::symbol("batch"));
+  for (int64_t batch : {1, 3}) {
+    const NamedTensors in = inputs_for(c, batch);
+    EXPECT_LE(testing::max_relative_error(testing::run_graph(rewritten, in), testing::run_graph(original, in)), 1e-5)
+        << "batch " << batch;
+  }
+}
+
+TEST(ConvPatchesToMatmul, OtherConvsStay) {
+  auto stays = [](ConvCase c, const std::string& why) {
+    auto g = conv_graph(c);
+    EXPECT_EQ(run_pass(*g, passes::conv_patches_to_matmul()).passes[0].rewrites, 0) << why;
+    EXPECT_EQ(count_ops(*g, "Conv"), 1) << why;
+  };
+  ConvCase base = patchify({1, 3, 8, 8}, {4, 3, 2, 2});
+  ConvCase padded = base;
+  padded.attrs.push_back(Attribute::make_ints("pads", {1, 1, 1, 1}));
+  stays(padded, "padding");
+  ConvCase dilated = base;
+  dilated.attrs.push_back(Attribute::make_ints("dilations", {2, 2}));
+  stays(dilated, "dilation");
+  ConvCase grouped = patchify({1, 4, 8, 8}, {4, 2, 2, 2});
+  grouped.attrs.push_back(Attribute::make_int("group", 2));
+  stays(grouped, "groups");
+  ConvCase overlapping{{1, 3, 8, 8}, {4, 3, 2, 2}, {Attribute::make_ints("strides", {1, 1})}};
+  stays(overlapping, "kernel != stride");
+  ConvCase from_input = base;
+  from_input.w_is_input = true;
+  stays(from_input, "W not a constant");
+  stays(patchify({1, 3, 9, 8}, {4, 3, 2, 2}), "height not a multiple of the kernel");
+  stays(patchify({1, 3, Dim::symbol("h"), 8}, {4, 3, 2, 2}), "height unknown");
+}
+
+TEST(ConvPatchesToMatmul, TokenTailOnlyWhenItIsExactlyFlattenThenSwap) {
+  // A Transpose that is not (0,2,1) after the flatten: the Conv still becomes a MatMul,
+  // but the tail stays and reads Y rebuilt as NCHW.
+  ConvCase c = patchify({1, 3, 8, 8}, {4, 3, 2, 2});
+  c.token_tail = true;
+  auto make = [&] {
+    auto g = conv_graph(c);
+    for (Node* n : g->nodes())
+      if (n->op_type() == "Transpose") {
+        GraphPatch p(*g);
+        Node* t = p.add_node("Transpose", {n->input(0)}, 1, {Attribute::make_ints("perm", {1, 0, 2})}, "", "swap01");
+        p.replace_uses(n->output(0), t->output(0));
+        p.remove_node(n);
+        p.apply();
+        infer_graph(*g);
+      }
+    return g;
+  };
+  auto g = testing::rewrite_and_compare(make, passes::conv_patches_to_matmul(), inputs_for(c, 1), 1e-5);
+  EXPECT_EQ(count_ops(*g, "Conv"), 0);
+  EXPECT_EQ(count_ops(*g, "Transpose"), 3);  // patches, back to NCHW, the model's own
+}
+
+// The exported ViT (torch.onnx.export) specialized to its batch, as `octet bench --dim`
+// does: the patch Conv, its flatten and its transpose to tokens become one MatMulBias
+// fed by the patch Transpose, and the whole optimized model on the optimized kernels
+// matches the original on the reference kernels.
+TEST(ConvPatchesToMatmul, VitFixtureSpecializedReadsTokensStraightFromTheMatMul) {
+  const std::string path = std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/vit_tiny.onnx";
+  for (int64_t batch : {1, 2}) {
+    std::shared_ptr<Graph> original(load_model(path).graph.release()), g(load_model(path).graph.release());
+    bind_symbols(*g, {{"batch", batch}});
+    OptimizeOptions opts;
+    opts.verify = true;
+    const OptimizeReport r = optimize(*g, opts);
+    EXPECT_EQ(r.detail("Conv patches -> MatMul, tokens out"), 1) << r.to_text();
+    EXPECT_EQ(count_ops(*g, "Conv"), 0);
+    const NamedTensors in = {{"pixel_values", testing::ramp(DType::Float32, {batch, 3, 224, 224}, 5, 1.0f)}};
+    SessionOptions ref;
+    ref.kernels = KernelChoice::Reference;
+    const double err = testing::max_relative_error(Session(g).run(in), Session(original, ref).run(in));
+    EXPECT_LE(err, 1e-5) << "batch " << batch;
+  }
+}
+
+}  // namespace
+}  // namespace octet

@@ -20,6 +20,7 @@ struct ConvCase {
   bool bias = true;
   bool token_tail = false;            // Reshape [N, OC, patches] + Transpose(0,2,1) after
   bool w_is_input = false;            // W a graph input: not a constant
+  bool flatten_from_shape = false;    // the tail's target as torch writes it: Shape(Y)[0:2] ++ [-1]
 };
 
 std::vector<int64_t> kernel_of(const ConvCase& c) { return {c.w.begin() + 2, c.w.end()}; }
@@ -39,7 +40,16 @@ std::shared_ptr<Graph> conv_graph(const ConvCase& c) {
   if (c.token_tail) {
     int64_t patches = 1;
     for (size_t i = 2; i < c.x.size(); ++i) patches *= c.x[i].value() / c.w[i];
-    b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], patches}));
+    if (c.flatten_from_shape) {
+      b.node("Shape", {"c"}, {"c_shape"});
+      b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
+      b.init("two", Tensor::from_vector<int64_t>({1}, {2}));
+      b.init("minus_one", Tensor::from_vector<int64_t>({1}, {-1}));
+      b.node("Slice", {"c_shape", "zero", "two"}, {"lead"});
+      b.node("Concat", {"lead", "minus_one"}, {"flat"}, {Attribute::make_int("axis", 0)});
+    } else {
+      b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], patches}));
+    }
     b.node("Reshape", {"c", "flat"}, {"f"});
     b.node("Transpose", {"f"}, {"y"}, {Attribute::make_ints("perm", {0, 2, 1})});
   } else {
@@ -115,6 +125,24 @@ TEST(ConvPatchesToMatmul, SymbolicBatchIsCopiedByTheReshapes) {
   ASSERT_EQ(count_ops(*rewritten, "Conv"), 0);
   EXPECT_EQ(rewritten->outputs()[0]->type.dims->front(), Dim::symbol("batch"));
   for (int64_t batch : {1, 3}) {
+    const NamedTensors in = inputs_for(c, batch);
+    EXPECT_LE(testing::max_relative_error(testing::run_graph(rewritten, in), testing::run_graph(original, in)), 1e-5)
+        << "batch " << batch;
+  }
+}
+
+TEST(ConvPatchesToMatmul, SymbolicBatchFlattenFromShapeStillWritesTokens) {
+  // torch's x.flatten(2).transpose(1, 2) at a symbolic batch: the flatten's target is
+  // computed from Shape(Y); that Shape is rebuilt from X's batch and Y goes.
+  ConvCase c = patchify({Dim::symbol("batch"), 3, 8, 12}, {8, 3, 4, 4});
+  c.token_tail = true;
+  c.flatten_from_shape = true;
+  std::shared_ptr<Graph> original = conv_graph(c), rewritten = conv_graph(c);
+  const OptimizeReport r = run_pass(*rewritten, passes::conv_patches_to_matmul());
+  EXPECT_EQ(r.detail("Conv patches -> MatMul, tokens out"), 1) << r.to_text();
+  EXPECT_EQ(count_ops(*rewritten, "Conv"), 0);
+  EXPECT_EQ(count_ops(*rewritten, "Transpose"), 1);  // only the patch Transpose
+  for (int64_t batch : {1, 2}) {
     const NamedTensors in = inputs_for(c, batch);
     EXPECT_LE(testing::max_relative_error(testing::run_graph(rewritten, in), testing::run_graph(original, in)), 1e-5)
         << "batch " << batch;

@@ -13,7 +13,8 @@
 //
 // When Y is only flattened and transposed to tokens, as every ViT does next
 // (Reshape [N, OC, OH*OW] then Transpose(0,2,1)), the MatMul already wrote [N, OH*OW, OC]:
-// both nodes go. Otherwise a Reshape [0, OH, OW, OC] and Transpose(0,3,1,2) give Y back.
+// both nodes go (with a symbolic batch the flatten's target comes from Shape(Y), which is
+// rebuilt from X's batch dim). Otherwise a Reshape [0, OH, OW, OC] and Transpose(0,3,1,2) give Y back.
 // The same holds for 1-D and 3-D Convs, with one (size, k) axis pair per spatial dim.
 //
 // Matched: ai.onnx Conv, float32 X/W/B, W a constant (not an overridable graph input) of
@@ -42,6 +43,7 @@ struct Match {
   // The ViT tail (Reshape to [N, OC, patches], Transpose(0,2,1)) when it follows.
   Node* flatten = nullptr;
   Node* to_tokens = nullptr;
+  std::vector<Node*> shapes;  // Shape(Y) nodes beside the tail, rebuilt from X's shape
 };
 
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
@@ -53,9 +55,26 @@ int64_t product(const std::vector<int64_t>& v) {
 }
 
 // Reshape(Y, [N, OC, patches]) read only by Transpose(perm 0,2,1), both typed as such.
-void match_token_tail(const Value* x, Match& m) {
-  Node* flatten = sole_consumer(m.conv->output(0));
-  if (!is_op(flatten, "Reshape")) return;
+// Y may also be read by Shape nodes (no start/end): with a symbolic batch the exporter's
+// flatten computes its target from Shape(Y), which then becomes
+// Concat(Shape(X)[0:1], [OC, O1, ..., Os]) so that Y itself can go.
+void match_token_tail(const Graph& g, const Value* x, Match& m) {
+  const Value* y = m.conv->output(0);
+  if (y->is_graph_output()) return;
+  Node* flatten = nullptr;
+  std::vector<Node*> shapes;
+  for (const Use& u : y->uses()) {
+    if (u.implicit) return;
+    if (is_op(u.node, "Reshape") && u.index == 0 && !flatten) {
+      flatten = u.node;
+    } else if (is_op(u.node, "Shape") && !u.node->has_attr("start") && !u.node->has_attr("end") &&
+               onnx_opset_at_least(g, 13)) {
+      shapes.push_back(u.node);
+    } else {
+      return;
+    }
+  }
+  if (!flatten) return;
   const Value* flat = flatten->output(0);
   const int64_t patches = product(m.out);
   if (!flat || !flat->type.dims || *flat->type.dims != DimVector{(*x->type.dims)[0], m.filters, patches}) return;
@@ -64,6 +83,7 @@ void match_token_tail(const Value* x, Match& m) {
   if (!can_replace(transpose->output(0), flat) || read_by_subgraph(transpose->output(0))) return;
   m.flatten = flatten;
   m.to_tokens = transpose;
+  m.shapes = std::move(shapes);
 }
 
 bool match(Node* conv, Match& m) {
@@ -92,8 +112,8 @@ bool match(Node* conv, Match& m) {
     out.push_back(*in / kernel[static_cast<size_t>(i)]);
   }
   if (read_by_subgraph(y)) return false;
-  m = Match{conv, wt, wt->shape()[1], wt->shape()[0], kernel, out, nullptr, nullptr};
-  match_token_tail(x, m);
+  m = Match{conv, wt, wt->shape()[1], wt->shape()[0], kernel, out, nullptr, nullptr, {}};
+  match_token_tail(*conv->graph(), x, m);
   return true;
 }
 
@@ -144,6 +164,19 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
     patch.replace_uses(m.to_tokens->output(0), tokens);
     patch.remove_node(m.to_tokens);
     patch.remove_node(m.flatten);
+    for (Node* shape : m.shapes) {
+      std::vector<int64_t> rest = {m.filters};
+      rest.insert(rest.end(), m.out.begin(), m.out.end());
+      Node* x_shape = patch.add_node("Shape", {m.conv->input(0)}, 1, {}, "", base + "_x_shape");
+      Node* batch = patch.add_node("Slice",
+                                   {x_shape->output(0), shape_constant(patch, base + "_zero", {0}),
+                                    shape_constant(patch, base + "_one", {1})},
+                                   1, {}, "", base + "_batch");
+      Node* y_shape = patch.add_node("Concat", {batch->output(0), shape_constant(patch, base + "_y_dims", rest)}, 1,
+                                     {Attribute::make_int("axis", 0)}, "", base + "_y_shape");
+      patch.replace_uses(shape->output(0), y_shape->output(0));
+      patch.remove_node(shape);
+    }
   } else {
     // Back to [N, OC, O1, ..., Os] for whatever reads Y.
     std::vector<int64_t> grid = {0}, back = {0, spatial + 1};
@@ -169,6 +202,7 @@ bool run(Graph& g, PassContext& ctx) {
     if (removed.contains(n) || !is_op(n, "Conv")) continue;
     Match m;
     if (match(n, m) && apply(g, ctx, m)) removed.add({m.conv, m.flatten, m.to_tokens});
+      removed.add(m.shapes);
   }
   return removed.any();
 }

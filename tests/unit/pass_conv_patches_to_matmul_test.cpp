@@ -3,6 +3,7 @@
 // every other Conv left alone.
 #include <gtest/gtest.h>
 
+#include "io/npy.h"
 #include "onnx/model_io.h"
 #include "pass_test_util.h"
 #include "passes/specialize.h"
@@ -114,6 +115,10 @@ TEST(ConvPatchesToMatmul, PatchConvsBecomeAMatMulWithTheSameResult) {
   valid.attrs.push_back(Attribute::make_ints("dilations", {1, 1}));
   valid.attrs.push_back(Attribute::make_string("auto_pad", "VALID"));
   expect_rewritten(valid, 1, "explicit zero pads");
+  // SAME_* pads nothing when the stride is the kernel and divides the input.
+  ConvCase same = patchify({1, 3, 8, 6}, {4, 3, 2, 3});
+  same.attrs.push_back(Attribute::make_string("auto_pad", "SAME_UPPER"));
+  expect_rewritten(same, 1, "auto_pad SAME_UPPER");
 }
 
 TEST(ConvPatchesToMatmul, SymbolicBatchIsCopiedByTheReshapes) {
@@ -216,6 +221,35 @@ TEST(ConvPatchesToMatmul, VitFixtureSpecializedReadsTokensStraightFromTheMatMul)
     ref.kernels = KernelChoice::Reference;
     const double err = testing::max_relative_error(Session(g).run(in), Session(original, ref).run(in));
     EXPECT_LE(err, 1e-5) << "batch " << batch;
+  }
+}
+
+// Other vision exports (tests/models/export_patch_conv_fixtures.py, torch): a patch stem
+// and a 1x1 Conv read as NCHW, a Conv1d whose output is transposed without a flatten, and
+// a padded 3x3 Conv that must stay. Unspecialized and at batch 2, against torch's outputs
+// and the original graph on the reference kernels.
+TEST(ConvPatchesToMatmul, TorchExportedPatchStemsMatchTorch) {
+  const std::string dir = std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/";
+  const Tensor x = read_npy(dir + "patch_convs_data/input_0.npy");
+  const Tensor want_y = read_npy(dir + "patch_convs_data/output_0.npy");
+  const Tensor want_tokens = read_npy(dir + "patch_convs_data/output_1.npy");
+  for (bool specialize : {false, true}) {
+    SCOPED_TRACE(specialize ? "batch 2" : "symbolic batch");
+    std::shared_ptr<Graph> original(load_model(dir + "patch_convs.onnx").graph.release());
+    std::shared_ptr<Graph> g(load_model(dir + "patch_convs.onnx").graph.release());
+    if (specialize) bind_symbols(*g, {{"batch", 2}});
+    OptimizeOptions opts;
+    opts.verify = true;
+    const OptimizeReport r = optimize(*g, opts);
+    EXPECT_EQ(r.detail("Conv patches -> MatMul, NCHW out"), 3) << r.to_text();  // stem, 1x1, Conv1d
+    EXPECT_EQ(count_ops(*g, "Conv"), 1);                                        // the 3x3 with padding
+    const NamedTensors got = Session(g).run({{"x", x}});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_LE(testing::max_relative_error({got[0]}, {{"y", want_y}}), 1e-5);
+    EXPECT_LE(testing::max_relative_error({got[1]}, {{"tokens", want_tokens}}), 1e-5);
+    SessionOptions ref;
+    ref.kernels = KernelChoice::Reference;
+    EXPECT_LE(testing::max_relative_error(got, Session(original, ref).run({{"x", x}})), 1e-5);
   }
 }
 

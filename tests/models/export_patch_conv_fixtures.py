@@ -7,13 +7,12 @@ Run with the Debian /usr/bin/python3 (torch 1.13, onnx 1.12):
     /usr/bin/python3 tests/models/export_patch_conv_fixtures.py [OUT_DIR]
 
 The model (x: float [batch, 3, 16, 24], batch dynamic):
-  stem   Conv2d(3, 20, kernel (4, 6), stride (4, 6)) + ReLU      (a ConvNeXt/Swin-style stem,
-                                                                  read as NCHW)
-  mix    Conv2d(20, 8, 1)                                         (1x1: stride 1 == kernel 1)
-  local  Conv2d(8, 8, 3, padding 1)                               (overlapping: stays a Conv)
+  stem   Conv2d(3, 20, kernel (4, 6), stride (4, 6)), then ConvNeXt's channels-last
+         LayerNorm: permute(0, 2, 3, 1), LayerNorm(20), permute(0, 3, 1, 2)
+  mix    Conv2d(20, 8, 1) + ReLU        (1x1, stride 1 == kernel 1, but read as NCHW)
+  local  Conv2d(8, 8, 3, padding 1)     (overlapping windows)
   -> y [batch, 8, 4, 4]
   seq    Conv1d(3, 5, kernel 16, stride 16) on x.flatten(2), then .transpose(1, 2)
-         (no flatten before the swap, so not the ViT token tail)
   -> tokens [batch, 24, 5]
 Writes patch_convs_data/input_0.npy (batch 2) and output_0.npy / output_1.npy from torch.
 """
@@ -30,11 +29,13 @@ class PatchConvs(nn.Module):
         super().__init__()
         self.stem = nn.Conv2d(3, 20, kernel_size=(4, 6), stride=(4, 6))
         self.mix = nn.Conv2d(20, 8, kernel_size=1)
+        self.norm = nn.LayerNorm(20)
         self.local = nn.Conv2d(8, 8, kernel_size=3, padding=1)
         self.seq = nn.Conv1d(3, 5, kernel_size=16, stride=16)
 
     def forward(self, x):
-        y = self.local(self.mix(torch.relu(self.stem(x))))
+        h = self.norm(self.stem(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        y = self.local(torch.relu(self.mix(h)))
         tokens = self.seq(x.flatten(2)).transpose(1, 2)
         return y, tokens
 

@@ -1,6 +1,6 @@
-// Conv with stride == kernel and no padding becomes patches + MatMul: same results (on
-// the optimized kernels and against the reference Conv), the ViT token tail absorbed, and
-// every other Conv left alone.
+// Conv with stride == kernel and no padding, read as tokens or channels-last, becomes
+// patches + MatMul: same results (on the optimized kernels and against the reference
+// Conv), the tail's Transpose absorbed; every other Conv (read as NCHW too) left alone.
 #include <gtest/gtest.h>
 
 #include "io/npy.h"
@@ -14,12 +14,18 @@ namespace {
 using testing::count_ops;
 using testing::PassGraph;
 
+enum class Tail {
+  Nchw,          // Relu reads Y
+  Tokens,        // Reshape [N, OC, patches] + Transpose(0,2,1), as ViT
+  ChannelsLast,  // Transpose(0, 2, ..., s+1, 1), as ConvNeXt's permute
+};
+
 struct ConvCase {
   std::vector<Dim> x;                 // input dims; spatial ones known
   std::vector<int64_t> w;             // [OC, C, k...]
   std::vector<Attribute> attrs;       // strides etc.
   bool bias = true;
-  bool token_tail = false;            // Reshape [N, OC, patches] + Transpose(0,2,1) after
+  Tail tail = Tail::Tokens;
   bool w_is_input = false;            // W a graph input: not a constant
   bool flatten_from_shape = false;    // the tail's target as torch writes it: Shape(Y)[0:2] ++ [-1]
 };
@@ -38,9 +44,7 @@ std::shared_ptr<Graph> conv_graph(const ConvCase& c) {
     ins.push_back("b");
   }
   b.node("Conv", ins, {"c"}, c.attrs);
-  if (c.token_tail) {
-    int64_t patches = 1;
-    for (size_t i = 2; i < c.x.size(); ++i) patches *= c.x[i].value() / c.w[i];
+  if (c.tail == Tail::Tokens) {
     if (c.flatten_from_shape) {
       b.node("Shape", {"c"}, {"c_shape"});
       b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
@@ -49,10 +53,16 @@ std::shared_ptr<Graph> conv_graph(const ConvCase& c) {
       b.node("Slice", {"c_shape", "zero", "two"}, {"lead"});
       b.node("Concat", {"lead", "minus_one"}, {"flat"}, {Attribute::make_int("axis", 0)});
     } else {
-      b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], patches}));
+      // -1: the cases that must stay Conv have other output sizes.
+      b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], -1}));
     }
     b.node("Reshape", {"c", "flat"}, {"f"});
     b.node("Transpose", {"f"}, {"y"}, {Attribute::make_ints("perm", {0, 2, 1})});
+  } else if (c.tail == Tail::ChannelsLast) {
+    std::vector<int64_t> perm = {0};
+    for (size_t i = 2; i < c.x.size(); ++i) perm.push_back(static_cast<int64_t>(i));
+    perm.push_back(1);
+    b.node("Transpose", {"c"}, {"y"}, {Attribute::make_ints("perm", perm)});
   } else {
     b.node("Relu", {"c"}, {"y"});
   }
@@ -62,6 +72,7 @@ std::shared_ptr<Graph> conv_graph(const ConvCase& c) {
 
 ConvCase patchify(std::vector<Dim> x, std::vector<int64_t> w) {
   ConvCase c{std::move(x), std::move(w), {}};
+  c.tail = Tail::Tokens;
   c.attrs = {Attribute::make_ints("kernel_shape", kernel_of(c)), Attribute::make_ints("strides", kernel_of(c))};
   return c;
 }
@@ -83,8 +94,7 @@ void expect_rewritten(const ConvCase& c, int64_t batch, const std::string& what)
   EXPECT_EQ(count_ops(*g, "Conv"), 0);
   EXPECT_EQ(count_ops(*g, "MatMul"), 1);
   EXPECT_EQ(count_ops(*g, "Add"), c.bias ? 1 : 0);
-  // The patch Transpose, plus the one back to NCHW unless the token tail absorbed it.
-  EXPECT_EQ(count_ops(*g, "Transpose"), c.token_tail ? 1 : 2);
+  EXPECT_EQ(count_ops(*g, "Transpose"), 1);  // the patches'; the tail's is gone
   SessionOptions ref;
   ref.kernels = KernelChoice::Reference;
   const NamedTensors want = Session(conv_graph(c), ref).run(in);
@@ -93,22 +103,28 @@ void expect_rewritten(const ConvCase& c, int64_t batch, const std::string& what)
 
 TEST(ConvPatchesToMatmul, PatchConvsBecomeAMatMulWithTheSameResult) {
   // ViT-like with the token tail, batch 2, filters not a multiple of 16, ragged patch grid.
-  ConvCase vit = patchify({2, 3, 12, 20}, {5, 3, 4, 4});
-  vit.token_tail = true;
-  expect_rewritten(vit, 2, "vit tail");
-  // Same Conv read by something else: Y comes back as NCHW.
-  expect_rewritten(patchify({2, 3, 12, 20}, {5, 3, 4, 4}), 2, "nchw out");
+  expect_rewritten(patchify({2, 3, 12, 20}, {5, 3, 4, 4}), 2, "vit tail");
+  // The same Conv read channels-last.
+  ConvCase last = patchify({2, 3, 12, 20}, {5, 3, 4, 4});
+  last.tail = Tail::ChannelsLast;
+  expect_rewritten(last, 2, "channels-last");
   // Non-square kernel, one channel, no bias.
   ConvCase mono = patchify({1, 1, 6, 10}, {17, 1, 3, 5});
   mono.bias = false;
   expect_rewritten(mono, 1, "one channel, 3x5 kernel, no bias");
   // k = 1 with stride 1: a 1x1 Conv is a GEMM over pixels too; attributes left to defaults.
-  expect_rewritten(ConvCase{{2, 7, 3, 5}, {9, 7, 1, 1}, {}}, 2, "1x1 conv");
-  // 1-D and 3-D.
-  expect_rewritten(patchify({2, 4, 12}, {6, 4, 3}), 2, "1-D");
+  ConvCase one{{2, 7, 3, 5}, {9, 7, 1, 1}, {}};
+  one.tail = Tail::ChannelsLast;
+  expect_rewritten(one, 2, "1x1 conv");
+  // 1-D (channels-last is Transpose(0,2,1) there) and 3-D, both tails.
+  ConvCase line = patchify({2, 4, 12}, {6, 4, 3});
+  line.tail = Tail::ChannelsLast;
+  expect_rewritten(line, 2, "1-D channels-last");
+  expect_rewritten(patchify({2, 4, 12}, {6, 4, 3}), 2, "1-D tokens");
+  expect_rewritten(patchify({1, 2, 4, 6, 4}, {3, 2, 2, 3, 2}), 1, "3-D tokens");
   ConvCase cube = patchify({1, 2, 4, 6, 4}, {3, 2, 2, 3, 2});
-  cube.token_tail = true;
-  expect_rewritten(cube, 1, "3-D with the token tail");
+  cube.tail = Tail::ChannelsLast;
+  expect_rewritten(cube, 1, "3-D channels-last");
   // Explicit zero pads, unit dilations and auto_pad VALID say the same as no attributes.
   ConvCase valid = patchify({1, 3, 8, 8}, {4, 3, 2, 2});
   valid.attrs.push_back(Attribute::make_ints("pads", {0, 0, 0, 0}));
@@ -123,7 +139,7 @@ TEST(ConvPatchesToMatmul, PatchConvsBecomeAMatMulWithTheSameResult) {
 
 TEST(ConvPatchesToMatmul, SymbolicBatchIsCopiedByTheReshapes) {
   ConvCase c = patchify({Dim::symbol("batch"), 3, 8, 12}, {8, 3, 4, 4});
-  c.token_tail = false;
+  c.tail = Tail::ChannelsLast;
   auto make = [&] { return conv_graph(c); };
   std::shared_ptr<Graph> original = make(), rewritten = make();
   run_pass(*rewritten, passes::conv_patches_to_matmul());
@@ -140,7 +156,6 @@ TEST(ConvPatchesToMatmul, SymbolicBatchFlattenFromShapeStillWritesTokens) {
   // torch's x.flatten(2).transpose(1, 2) at a symbolic batch: the flatten's target is
   // computed from Shape(Y); that Shape is rebuilt from X's batch and Y goes.
   ConvCase c = patchify({Dim::symbol("batch"), 3, 8, 12}, {8, 3, 4, 4});
-  c.token_tail = true;
   c.flatten_from_shape = true;
   std::shared_ptr<Graph> original = conv_graph(c), rewritten = conv_graph(c);
   const OptimizeReport r = run_pass(*rewritten, passes::conv_patches_to_matmul());
@@ -160,7 +175,11 @@ TEST(ConvPatchesToMatmul, OtherConvsStay) {
     EXPECT_EQ(run_pass(*g, passes::conv_patches_to_matmul()).passes[0].rewrites, 0) << why;
     EXPECT_EQ(count_ops(*g, "Conv"), 1) << why;
   };
+  // Each case has the token tail, so only the property named keeps it a Conv.
   ConvCase base = patchify({1, 3, 8, 8}, {4, 3, 2, 2});
+  ConvCase nchw = base;
+  nchw.tail = Tail::Nchw;
+  stays(nchw, "read as NCHW (measured slower as patches + MatMul + Transpose back)");
   ConvCase padded = base;
   padded.attrs.push_back(Attribute::make_ints("pads", {1, 1, 1, 1}));
   stays(padded, "padding");
@@ -171,6 +190,7 @@ TEST(ConvPatchesToMatmul, OtherConvsStay) {
   grouped.attrs.push_back(Attribute::make_int("group", 2));
   stays(grouped, "groups");
   ConvCase overlapping{{1, 3, 8, 8}, {4, 3, 2, 2}, {Attribute::make_ints("strides", {1, 1})}};
+  overlapping.tail = Tail::Tokens;
   stays(overlapping, "kernel != stride");
   ConvCase from_input = base;
   from_input.w_is_input = true;
@@ -180,26 +200,27 @@ TEST(ConvPatchesToMatmul, OtherConvsStay) {
 }
 
 TEST(ConvPatchesToMatmul, TokenTailOnlyWhenItIsExactlyFlattenThenSwap) {
-  // A Transpose that is not (0,2,1) after the flatten: the Conv still becomes a MatMul,
-  // but the tail stays and reads Y rebuilt as NCHW.
+  // A Transpose that is not (0,2,1) after the flatten: no tail, the Conv stays.
   ConvCase c = patchify({1, 3, 8, 8}, {4, 3, 2, 2});
-  c.token_tail = true;
-  auto make = [&] {
-    auto g = conv_graph(c);
-    for (Node* n : g->nodes())
-      if (n->op_type() == "Transpose") {
-        GraphPatch p(*g);
-        Node* t = p.add_node("Transpose", {n->input(0)}, 1, {Attribute::make_ints("perm", {1, 0, 2})}, "", "swap01");
-        p.replace_uses(n->output(0), t->output(0));
-        p.remove_node(n);
-        p.apply();
-        infer_graph(*g);
-      }
-    return g;
-  };
-  auto g = testing::rewrite_and_compare(make, passes::conv_patches_to_matmul(), inputs_for(c, 1), 1e-5);
-  EXPECT_EQ(count_ops(*g, "Conv"), 0);
-  EXPECT_EQ(count_ops(*g, "Transpose"), 3);  // patches, back to NCHW, the model's own
+  auto g = conv_graph(c);
+  for (Node* n : g->nodes())
+    if (n->op_type() == "Transpose") {
+      GraphPatch p(*g);
+      Node* t = p.add_node("Transpose", {n->input(0)}, 1, {Attribute::make_ints("perm", {1, 0, 2})}, "", "swap01");
+      p.replace_uses(n->output(0), t->output(0));
+      p.remove_node(n);
+      p.apply();
+    }
+  infer_graph(*g);
+  EXPECT_EQ(run_pass(*g, passes::conv_patches_to_matmul()).passes[0].rewrites, 0);
+  EXPECT_EQ(count_ops(*g, "Conv"), 1);
+  // Y read by the tail and by something else: Y must stay, so the Conv does.
+  auto shared = conv_graph(c);
+  GraphPatch p(*shared);
+  Node* extra = p.add_node("Relu", {shared->value("c")}, 1, {}, "", "extra");
+  p.apply();
+  shared->mark_output(extra->output(0));
+  EXPECT_EQ(run_pass(*shared, passes::conv_patches_to_matmul()).passes[0].rewrites, 0);
 }
 
 // The exported ViT (torch.onnx.export) specialized to its batch, as `octet bench --dim`
@@ -224,10 +245,10 @@ TEST(ConvPatchesToMatmul, VitFixtureSpecializedReadsTokensStraightFromTheMatMul)
   }
 }
 
-// Other vision exports (tests/models/export_patch_conv_fixtures.py, torch): a patch stem
-// and a 1x1 Conv read as NCHW, a Conv1d whose output is transposed without a flatten, and
-// a padded 3x3 Conv that must stay. Unspecialized and at batch 2, against torch's outputs
-// and the original graph on the reference kernels.
+// Other vision exports (tests/models/export_patch_conv_fixtures.py, torch): a ConvNeXt-style
+// stem read channels-last and a Conv1d transposed to tokens become MatMuls; a 1x1 Conv read
+// as NCHW and a padded 3x3 stay. Unspecialized and at batch 2, against torch's outputs and
+// the original graph on the reference kernels.
 TEST(ConvPatchesToMatmul, TorchExportedPatchStemsMatchTorch) {
   const std::string dir = std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/";
   const Tensor x = read_npy(dir + "patch_convs_data/input_0.npy");
@@ -241,8 +262,8 @@ TEST(ConvPatchesToMatmul, TorchExportedPatchStemsMatchTorch) {
     OptimizeOptions opts;
     opts.verify = true;
     const OptimizeReport r = optimize(*g, opts);
-    EXPECT_EQ(r.detail("Conv patches -> MatMul, NCHW out"), 3) << r.to_text();  // stem, 1x1, Conv1d
-    EXPECT_EQ(count_ops(*g, "Conv"), 1);                                        // the 3x3 with padding
+    EXPECT_EQ(r.detail("Conv patches -> MatMul, channels-last out"), 2) << r.to_text();  // stem, Conv1d
+    EXPECT_EQ(count_ops(*g, "Conv"), 2);                                                 // 1x1, 3x3
     const NamedTensors got = Session(g).run({{"x", x}});
     ASSERT_EQ(got.size(), 2u);
     EXPECT_LE(testing::max_relative_error({got[0]}, {{"y", want_y}}), 1e-5);

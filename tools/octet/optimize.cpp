@@ -28,7 +28,8 @@ const char* kFooter = R"(LEVELS
      same-type Cast removal, constant folding, shape-value folding
   2  level 1 + fusions: Erf- and tanh-GeLU -> octet.Gelu, decomposed LayerNorm ->
      LayerNormalization, decomposed RMSNorm -> RMSNormalization, a Conv whose stride
-     equals its kernel (ViT patches) -> patch Transpose + MatMul, MatMul + constant
+     equals its kernel read as tokens or channels-last (ViT's patch embedding) ->
+     patch Transpose + MatMul, MatMul + constant
      bias -> octet.MatMulBias (the default)
 
 The output computes what the input computes (fp32 within float rounding). Ops in the

@@ -14,11 +14,16 @@
 //     flatten's target comes from Shape(Y), which is rebuilt from X's batch dim;
 //   - channels-last: Transpose(Y, [0, 2, ..., s+1, 1]) (ConvNeXt's permute(0, 2, 3, 1),
 //     a Conv1d's transpose(1, 2)): the MatMul output reshaped to [N, O1, ..., Os, OC].
-// Measured (octet bench, one thread, [1,3,224,224]): ViT's 16x16 patches with the token
-// tail 0.75x the time of oneDNN's convolution (which reorders X to channels-last and Y
-// back every run) plus the tail's Transpose. Read as NCHW the rewrite would need a
-// Transpose back and was not a win: 0.93x at 16x16 patches, 1.22x for a 4x4 stem with 96
-// filters, 1.10x for a 1x1 Conv [64 -> 128, 56x56]; those stay Conv.
+// Measured (octet bench, [1,3,224,224] unless said, one binary: the Conv graph with its
+// input sizes symbolic, which keeps this rewrite off, against the static one, alternated,
+// median p50 ratio at 1 / 2 threads; a shared machine, load 1.4-1.7):
+//   tokens / channels-last: ViT 16x16 (64 filters) 0.79 / 0.61x and 0.77 / 0.58x; a 4x4
+//   stem (96) 0.30 / 0.44x; 2x2 (64) 0.50 / 0.94x; 1x1 [64 -> 128, 56x56] 0.36 / 0.56x
+//   (oneDNN's convolution reorders X to channels-last and Y back every run, then the
+//   tail's Transpose moves Y again);
+//   read as NCHW, with a Transpose back: 16x16 0.81 / 0.80x, 14x14 0.94 / 0.95x, 8x8
+//   0.86 / 0.99x, 4x4 0.59 / 1.04x, 2x2 2.8 / 2.5x, 1x1 1.55 / 1.49x. Not a dependable
+//   win, so a Conv read as NCHW stays.
 // The same holds for 1-D and 3-D Convs, with one (size, k) axis pair per spatial dim.
 //
 // Matched: ai.onnx Conv, float32 X/W/B, W a constant (not an overridable graph input) of

@@ -99,8 +99,9 @@ void strided_run_bytes(uint8_t* d, const uint8_t* s, int64_t n, int64_t stride, 
   }
 }
 
-// Rows of at most this many bytes take copy_short_rows.
+// Rows of at most this many bytes take copy_short_rows, up to kRowsPerUnit at a time.
 constexpr size_t kShortRun = 256;
+constexpr int64_t kRowsPerUnit = 64;
 
 template <size_t kBytes>
 void copy_rows_fixed(uint8_t* d, const uint8_t* s, int64_t rows, int64_t d_step, int64_t s_step) {
@@ -179,15 +180,21 @@ void copy_strided(const KernelContext& ctx, uint8_t* dst, const uint8_t* src, si
     const size_t run = static_cast<size_t>(last.size * es);
     if (run <= kShortRun && !dims.empty()) {
       // Short rows (a ViT patch Transpose moves rows of 16 floats): the next outer dim
-      // becomes a plain loop, and each row a fixed-size copy the compiler inlines, where
-      // an odometer step and a memcpy call per 64 bytes cost more than the bytes.
+      // is walked in blocks of up to kRowsPerUnit rows by a plain loop, each row a
+      // fixed-size copy the compiler inlines, where an odometer step and a memcpy call
+      // per 64 bytes cost more than the bytes. The blocks stay units, so threads can
+      // split even a single outer dim.
       const MoveDim inner = dims.back();
-      dims.pop_back();
+      const int64_t block = std::min(inner.size, kRowsPerUnit);
+      dims.back() = {(inner.size + block - 1) / block, inner.src * block, inner.dst * block};
+      const size_t blocks = dims.size() - 1;
       const int64_t units = units_of(dims);
       parallel_ranges(ctx, units, work, [&](int64_t begin, int64_t end) {
         Odometer o(dims, begin, view.base);
-        for (int64_t u = begin; u < end; ++u, o.next())
-          copy_short_rows(dst + o.dst() * es, src + o.src() * es, run, inner.size, inner.dst * es, inner.src * es);
+        for (int64_t u = begin; u < end; ++u, o.next()) {
+          const int64_t rows = std::min(block, inner.size - o.index(blocks) * block);
+          copy_short_rows(dst + o.dst() * es, src + o.src() * es, run, rows, inner.dst * es, inner.src * es);
+        }
       });
       return;
     }

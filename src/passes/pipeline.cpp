@@ -87,7 +87,8 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     // outputs); the epilogue fusion last: it folds the Gelus and MatMulBias nodes the
     // others wrote. Quantized embedding rows first: independent of the rest.
     for (Pass p : {gather_quantized_rows(), fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_qdq_matmul(),
-                   fuse_matmul_bias(), fuse_attention(), fuse_attention_slices(), fuse_matmul_epilogue()})
+                   conv_patches_to_matmul(), fuse_matmul_bias(), fuse_attention(), fuse_attention_slices(),
+                   fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }
   std::vector<Pass> finishing;

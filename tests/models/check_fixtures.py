@@ -42,6 +42,7 @@ FIXTURES = {
     "rmsnorm_cast_mul_fp16.onnx": "torch export, RMSNorm (w * h).to(float16)",
     "rmsnorm_cast_both_fp16.onnx": "torch export, RMSNorm w.to(float16) * h.to(float16)",
     "rmsnorm_cast_mul_bf16.onnx": "torch export, RMSNorm (w * h).to(bfloat16)",
+    "patch_convs.onnx": "torch export, Convs with stride == kernel (ConvNeXt-style stem, 1x1, Conv1d)",
 }
 # The other user story 3 fixtures are validated by tests/python/test_check_legalize_cli.py
 # against their torch reference I/O: quantlinear_* take float16 inputs (no random feed

@@ -108,7 +108,12 @@ TEST(CpuDataMovement, LargeTransposesUseThreads) {
                         {{2, 128, 4, 65}, {0, 2, 1, 3}, DType::Float32},
                         {{3, 257, 129}, {2, 0, 1}, DType::Int8},
                         {{3, 257, 129}, {1, 2, 0}, DType::UInt16},
-                        {{65, 33, 40}, {2, 1, 0}, DType::Int64}};
+                        {{65, 33, 40}, {2, 1, 0}, DType::Int64},
+                        // ViT patch extraction: short contiguous rows (16 floats, and
+                        // ragged 12-element rows in 2-byte and 8-byte types).
+                        {{2, 3, 14, 16, 14, 16}, {0, 2, 4, 1, 3, 5}, DType::Float32},
+                        {{2, 3, 10, 12, 9, 12}, {0, 2, 4, 1, 3, 5}, DType::Float16},
+                        {{1, 5, 9, 12, 8, 12}, {0, 2, 4, 1, 3, 5}, DType::Int64}};
   for (const Case& c : cases) {
     CpuCall call{"Transpose", {random_tensor(c.dtype, c.shape, 11)}, {Attribute::make_ints("perm", c.perm)}};
     call.threads = 2;
@@ -155,6 +160,10 @@ TEST(CpuDataMovement, SliceNegativeClampedAndStepped) {
   CpuCall big{"Slice", {random_tensor(DType::Float32, {4, 130, 300}, 3), ints({1, -290}), ints({129, -3}), ints({1, 2})}};
   big.threads = 2;
   expect_identical(big, "large");
+  // 70001 short rows (3 of 8 bytes) under one outer dim: blocks of rows split over threads.
+  CpuCall rows{"Slice", {random_tensor(DType::UInt8, {70001, 8}, 5), ints({2}), ints({5}), ints({1})}};
+  rows.threads = 2;
+  expect_identical(rows, "short rows, one outer dim");
   expect_same_error({"Slice", {random_tensor(DType::Float32, {4, 9}, 4), ints({0}), ints({2}), ints({0}), ints({0})}},
                     "zero step");
 }
@@ -180,6 +189,10 @@ TEST(CpuDataMovement, ConcatAlongEveryAxis) {
               {Attribute::make_int("axis", 1)}};
   big.threads = 2;
   expect_identical(big, "large");
+  // 70001 short rows (3 of 8 bytes) under one outer dim: blocks of rows split over threads.
+  CpuCall rows{"Slice", {random_tensor(DType::UInt8, {70001, 8}, 5), ints({2}), ints({5}), ints({1})}};
+  rows.threads = 2;
+  expect_identical(rows, "short rows, one outer dim");
 }
 
 TEST(CpuDataMovement, SplitAlongEveryAxis) {
@@ -202,6 +215,10 @@ TEST(CpuDataMovement, SplitAlongEveryAxis) {
   CpuCall big{"Split", {random_tensor(DType::Float32, {2, 128, 384}, 1)}, {Attribute::make_int("axis", 2)}, "", 13, 3};
   big.threads = 2;
   expect_identical(big, "large");
+  // 70001 short rows (3 of 8 bytes) under one outer dim: blocks of rows split over threads.
+  CpuCall rows{"Slice", {random_tensor(DType::UInt8, {70001, 8}, 5), ints({2}), ints({5}), ints({1})}};
+  rows.threads = 2;
+  expect_identical(rows, "short rows, one outer dim");
   expect_same_error({"Split", {random_tensor(DType::Float32, {4, 6}, 2), ints({2, 3})}, {Attribute::make_int("axis", 1)}, "", 13, 2},
                     "sizes not summing to the dim");
 }

@@ -27,7 +27,9 @@ const char* kFooter = R"(LEVELS
   1  cleanup: dead nodes and unused initializers, Identity / inference Dropout /
      same-type Cast removal, constant folding, shape-value folding
   2  level 1 + fusions: Erf- and tanh-GeLU -> octet.Gelu, decomposed LayerNorm ->
-     LayerNormalization, decomposed RMSNorm -> RMSNormalization, MatMul + constant
+     LayerNormalization, decomposed RMSNorm -> RMSNormalization, a Conv whose stride
+     equals its kernel read as tokens or channels-last (ViT's patch embedding) ->
+     patch Transpose + MatMul, MatMul + constant
      bias -> octet.MatMulBias (the default)
 
 The output computes what the input computes (fp32 within float rounding). Ops in the

@@ -99,6 +99,30 @@ void strided_run_bytes(uint8_t* d, const uint8_t* s, int64_t n, int64_t stride, 
   }
 }
 
+// Rows of at most this many bytes take copy_short_rows, up to kRowsPerUnit at a time.
+constexpr size_t kShortRun = 256;
+constexpr int64_t kRowsPerUnit = 64;
+
+template <size_t kBytes>
+void copy_rows_fixed(uint8_t* d, const uint8_t* s, int64_t rows, int64_t d_step, int64_t s_step) {
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(d + r * d_step, s + r * s_step, kBytes);
+}
+
+// `rows` rows of `run` bytes, the r-th from s + r * s_step to d + r * d_step (bytes).
+// The common sizes get a copy of constant size; others a memcpy per row.
+void copy_short_rows(uint8_t* d, const uint8_t* s, size_t run, int64_t rows, int64_t d_step, int64_t s_step) {
+  switch (run) {
+    case 4: return copy_rows_fixed<4>(d, s, rows, d_step, s_step);
+    case 8: return copy_rows_fixed<8>(d, s, rows, d_step, s_step);
+    case 16: return copy_rows_fixed<16>(d, s, rows, d_step, s_step);
+    case 32: return copy_rows_fixed<32>(d, s, rows, d_step, s_step);
+    case 64: return copy_rows_fixed<64>(d, s, rows, d_step, s_step);
+    case 128: return copy_rows_fixed<128>(d, s, rows, d_step, s_step);
+    default:
+      for (int64_t r = 0; r < rows; ++r) std::memcpy(d + r * d_step, s + r * s_step, run);
+  }
+}
+
 // d[a * d_row + b] = s[a + b * s_col] for a < rows, b < cols, in column blocks of kTile
 // so the kTile source lines being read stay cached while the rows are written.
 template <typename T>
@@ -154,6 +178,26 @@ void copy_strided(const KernelContext& ctx, uint8_t* dst, const uint8_t* src, si
 
   if (last.src == 1) {  // contiguous rows
     const size_t run = static_cast<size_t>(last.size * es);
+    if (run <= kShortRun && !dims.empty()) {
+      // Short rows (a ViT patch Transpose moves rows of 16 floats): the next outer dim
+      // is walked in blocks of up to kRowsPerUnit rows by a plain loop, each row a
+      // fixed-size copy the compiler inlines, where an odometer step and a memcpy call
+      // per 64 bytes cost more than the bytes. The blocks stay units, so threads can
+      // split even a single outer dim.
+      const MoveDim inner = dims.back();
+      const int64_t block = std::min(inner.size, kRowsPerUnit);
+      dims.back() = {(inner.size + block - 1) / block, inner.src * block, inner.dst * block};
+      const size_t blocks = dims.size() - 1;
+      const int64_t units = units_of(dims);
+      parallel_ranges(ctx, units, work, [&](int64_t begin, int64_t end) {
+        Odometer o(dims, begin, view.base);
+        for (int64_t u = begin; u < end; ++u, o.next()) {
+          const int64_t rows = std::min(block, inner.size - o.index(blocks) * block);
+          copy_short_rows(dst + o.dst() * es, src + o.src() * es, run, rows, inner.dst * es, inner.src * es);
+        }
+      });
+      return;
+    }
     const int64_t units = units_of(dims);
     parallel_ranges(ctx, units, work, [&](int64_t begin, int64_t end) {
       Odometer o(dims, begin, view.base);

@@ -16,6 +16,9 @@
 // plus 0.05 ms reordering src and dst. So the primitive picks its layouts and the run
 // reorders X in and Y out (into this thread's own scratch memory) when they differ from
 // plain; a shape for which that finds no fast implementation retries with plain layouts.
+// At optimizer level 2 a patch Conv read as tokens or channels-last (ViT's patch
+// embedding) no longer reaches this kernel: it becomes a patch Transpose + MatMul
+// (passes/rewrites/conv_patches_to_matmul.cpp), measured faster than these reorders.
 //
 // Primitives are created per input shape and thread count on first use and cached in the
 // node's state behind a mutex (bounded like the matmul cache). A shape oneDNN cannot take

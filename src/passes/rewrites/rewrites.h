@@ -18,6 +18,7 @@ Pass fuse_gelu_tanh();     // 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x^3))) -> octe
 Pass fuse_layer_norm();    // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul][/Add] -> LayerNormalization
 Pass fuse_rms_norm();      // Pow/ReduceMean/Add/Sqrt/Div|Reciprocal/Mul[/Mul]       -> RMSNormalization
 Pass fuse_qdq_matmul();    // MatMul/Gemm on Q/DQ'd activation and int8 weight [+ bias]  -> octet.QMatMul
+Pass conv_patches_to_matmul();  // Conv with stride == kernel, no padding        -> patch Transpose + MatMul
 Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)          -> octet.MatMulBias
 Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge      -> octet.Attention
 Pass fuse_attention_slices();  // (Q)Attention on Slices of packed QKV channels -> reads them in place

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/dnnl_common.h"
 #include "kernels/cpu/dnnl_conv.h"
+#include "kernels/cpu/thread_scratch.h"
 
 namespace octet::dnnl_cpu {
 namespace {
@@ -51,15 +52,6 @@ std::pair<dnnl::reorder, dnnl::memory::desc> make_reorder(const dnnl::memory::de
                                                          const dnnl::memory::desc& to) {
   dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, user_scratchpad());
   return {dnnl::reorder(pd), pd.scratchpad_desc()};
-}
-
-// This thread's memory for X or Y in the primitive's layout (slot 0 and 1), kept and
-// grown between runs; concurrent runs on other threads have their own.
-void* thread_buffer(int slot, size_t bytes) {
-  thread_local std::shared_ptr<Buffer> buffers[2];
-  std::shared_ptr<Buffer>& b = buffers[slot];
-  if (!b || b->size() < bytes) b = Buffer::allocate_uninitialized(bytes);
-  return b->mutable_data();
 }
 
 }  // namespace
@@ -161,13 +153,17 @@ void ConvState::execute(const KernelContext& ctx, const ConvProblem& p, const En
     std::unordered_map<int, dnnl::memory> args;
     dnnl::memory src = wrap(f32_desc(p.src), x.raw());
     if (entry.src_in) {
-      dnnl::memory staged(entry.src, engine(), thread_buffer(0, entry.src.get_size()));
+      // This thread's staging buffers, kept between runs (thread_scratch.h).
+      void* staging = cpu::thread_scratch(cpu::Scratch::ConvSrc, entry.src.get_size());
+      dnnl::memory staged(entry.src, engine(), staging);
       std::unordered_map<int, dnnl::memory> in{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, staged}};
       run_primitive(*entry.src_in, entry.src_in_scratchpad, in);
       src = staged;
     }
     dnnl::memory dst = wrap(f32_desc(p.dst), out.mutable_raw());
-    dnnl::memory result = entry.dst_out ? dnnl::memory(entry.dst, engine(), thread_buffer(1, entry.dst.get_size())) : dst;
+    dnnl::memory result =
+        entry.dst_out ? dnnl::memory(entry.dst, engine(), cpu::thread_scratch(cpu::Scratch::ConvDst, entry.dst.get_size()))
+                      : dst;
     args[DNNL_ARG_SRC] = src;
     args[DNNL_ARG_WEIGHTS] = entry.uses_packed ? wrap(packed_->get_desc(), packed_->get_data_handle())
                                                 : wrap(f32_desc(wei_dims_), owns_input(1) ? unpacked.raw()

@@ -15,6 +15,7 @@ namespace octet::cpu {
 
 enum class Scratch {
   DnnlScratchpad,  // oneDNN primitives' user scratchpad (dnnl_common.cpp)
+  ConvSrc, ConvDst,  // a Conv's X and Y in oneDNN's layout (dnnl_conv_state.cpp)
   // The int8 GEMM and its callers (dnnl_int8_gemm.h).
   QuantizedA, SplitA, Sums, SplitSums, RowScales, RowZeros, PlainB, Columns,
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.

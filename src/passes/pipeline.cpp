@@ -84,11 +84,12 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     // LayerNorm before RMSNorm: a LayerNorm's x - mean part is itself an RMSNorm pattern.
     // Quantized matmuls before MatMul+bias, which would otherwise take their bias Add.
     // Attention after the projections became octet.MatMulBias (its Q/K/V are their
-    // outputs); the epilogue fusion last: it folds the Gelus and MatMulBias nodes the
+    // outputs), then its Q/K/V packed (slices read in place, three projections merged)
+    // before the epilogue fusion could give a projection a residual; the epilogue last: it folds the Gelus and MatMulBias nodes the
     // others wrote. Quantized embedding rows first: independent of the rest.
     for (Pass p : {gather_quantized_rows(), fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_qdq_matmul(),
                    conv_patches_to_matmul(), fuse_matmul_bias(), fuse_attention(), fuse_attention_slices(),
-                   fuse_matmul_epilogue()})
+                   fuse_attention_qkv(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }
   std::vector<Pass> finishing;

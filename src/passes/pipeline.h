@@ -7,7 +7,7 @@
 //            LayerNormalization, decomposed RMSNorm -> RMSNormalization (octet domain
 //            below opset 23), MatMul + constant bias -> octet.MatMulBias, multi-head
 //            attention blocks -> octet.Attention (reading a packed QKV projection in
-//            place), and last, once those have converged, Transposes that only move
+//            place; three Q/K/V projections of one input merged into one), and last, once those have converged, Transposes that only move
 //            size-1 axes -> Reshape (a view, no copy)
 //
 // The result computes what the input graph computes (fp32 within float rounding; the

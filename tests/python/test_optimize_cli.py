@@ -137,7 +137,8 @@ def check_inspect():
     assert code == 0, err
     opt = json.loads(out)
     assert set(opt) >= old_keys | {"optimizer", "octet_ops"}, sorted(opt)
-    assert opt["octet_ops"] == {"octet.Attention": 2, "octet.MatMulBias": 12}, opt["octet_ops"]
+    # 4 MatMulBias per layer: Q/K/V merged into one packed projection, attention out, FFN x2.
+    assert opt["octet_ops"] == {"octet.Attention": 2, "octet.MatMulBias": 8}, opt["octet_ops"]
     assert opt["optimizer"]["nodes_before"] == plain["node_count"] == 207
     assert opt["node_count"] == opt["optimizer"]["nodes_after"]
     assert opt["optimizer"]["specialized"] == {"batch": 1, "seq": 32}

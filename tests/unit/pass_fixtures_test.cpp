@@ -113,6 +113,8 @@ TEST(OptimizeFixtures, Bert) {
     EXPECT_EQ(r.detail("octet.MatMulBias+residual"), 4) << name;  // attention out, ffn out
     EXPECT_EQ(count_ops(*g, "Erf"), 0) << name;
     EXPECT_EQ(r.detail("octet.Attention(mask)"), 2) << name;  // padding mask, one per layer
+    // float32 only: the three Q/K/V projections of each layer become one packed product.
+    EXPECT_EQ(r.detail("Q/K/V projections merged"), std::string(name) == "bert_tiny" ? 2 : 0) << name;
     EXPECT_EQ(count_ops(*g, "MatMul"), 0) << name;  // the attention products are inside it
     EXPECT_EQ(count_ops(*g, "LayerNormalization"), 5) << name;
   }

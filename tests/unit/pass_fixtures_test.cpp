@@ -126,6 +126,7 @@ TEST(OptimizeFixtures, Gpt2) {
     OptimizeReport r = check_fixture(name, &g);
     EXPECT_EQ(r.detail("octet.Gelu(tanh)"), 2) << name;
     EXPECT_EQ(r.detail("octet.Attention(causal)"), 2) << name;  // the Trilu mask became causal=1
+    EXPECT_EQ(r.detail("Split read in place"), 2) << name;       // c_attn's Q/K/V split, per layer
     EXPECT_EQ(count_ops(*g, "Trilu"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Tanh"), 0) << name;
     EXPECT_EQ(count_ops(*g, "Pow"), 0) << name;  // the sqrt(head_dim) Pow folded too

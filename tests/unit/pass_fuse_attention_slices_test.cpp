@@ -78,5 +78,37 @@ TEST(FuseAttentionSlices, OnlyChannelSlicesOnlyThisNodeReadsAreAbsorbed) {
   EXPECT_EQ(run_pass(*preset, passes::fuse_attention_slices()).passes[0].rewrites, 0);
 }
 
+// GPT-2's c_attn: one Split of the last axis into Q, K and V, sizes given or equal.
+std::shared_ptr<Graph> split_graph(bool sizes_given, bool q_also_output) {
+  PassGraph b;  // opset 17: Split's sizes are an input
+  b.input("x", DType::Float32, {2, 7, 48});
+  std::vector<std::string> ins = {"x"};
+  if (sizes_given) {
+    b.init("sizes", Tensor::from_vector<int64_t>({3}, {16, 16, 16}));
+    ins.push_back("sizes");
+  }
+  b.node("Split", ins, {"q", "k", "v"}, {Attribute::make_int("axis", -1)});
+  b.node("Attention", {"q", "k", "v"}, {"y"}, {Attribute::make_int("num_heads", 2), Attribute::make_int("causal", 1)},
+         "octet");
+  b.output("y");
+  if (q_also_output) b.output("q");
+  return b.done();
+}
+
+TEST(FuseAttentionSlices, SplitIntoQkvIsReadInPlace) {
+  for (bool sizes_given : {true, false}) {
+    auto g = testing::rewrite_and_compare([&] { return split_graph(sizes_given, false); },
+                                          passes::fuse_attention_slices(),
+                                          {{"x", testing::ramp(DType::Float32, {2, 7, 48})}}, 0.0);
+    EXPECT_EQ(count_ops(*g, "Split"), 0);
+    ASSERT_EQ(g->node_count(), 1u);
+    EXPECT_EQ(g->nodes()[0]->attr_ints("channel_ranges"), (std::vector<int64_t>{0, 16, 16, 32, 32, 48}));
+  }
+  // A Split output read elsewhere keeps the Split, and so the attention reads its outputs.
+  auto kept = split_graph(true, true);
+  EXPECT_EQ(run_pass(*kept, passes::fuse_attention_slices()).passes[0].rewrites, 0);
+  EXPECT_EQ(count_ops(*kept, "Split"), 1);
+}
+
 }  // namespace
 }  // namespace octet

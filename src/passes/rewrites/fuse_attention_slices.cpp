@@ -8,6 +8,9 @@
 // tensor in place (its row stride is the full 3E, the offset the slice's start), so the
 // three copies disappear.
 //
+// The same for GPT-2's fused c_attn, which torch exports as one Split of the last axis
+// into Q, K and V: a Split all of whose outputs this node alone reads.
+//
 // Matched, per input of Q, K, V independently: an ai.onnx Slice (opset >= 10) of a rank-3
 // tensor with a known last dim, along that last axis only (axes = [-1] or [2]), with
 // constant starts/ends, step 1 (or none) and a non-empty result, whose output only this
@@ -26,7 +29,7 @@ namespace octet::passes {
 namespace {
 
 struct ChannelSlice {
-  Node* slice = nullptr;  // nullptr: the input is read whole
+  Node* slice = nullptr;  // the Slice or Split; nullptr: the input is read whole
   Value* source = nullptr;
   int64_t begin = 0, end = 0;
 };
@@ -61,6 +64,28 @@ std::optional<ChannelSlice> channel_slice(Value* v, const Node* attention) {
   return r;
 }
 
+// The channel range of `v` when it is an output of a Split of the last axis whose every
+// output only `attention` reads, once (GPT-2's c_attn split into Q, K and V). The ranges
+// come from the outputs' inferred widths, whichever way the split sizes were given.
+std::optional<ChannelSlice> channel_split(Value* v, const Node* attention) {
+  Node* s = producer(v, "Split");
+  if (!s) return std::nullopt;
+  Value* data = s->input(0);
+  const std::optional<int64_t> channels = last_dim(data);
+  const int64_t axis = s->attr_int("axis", 0);
+  if (!channels || (axis != 2 && axis != -1)) return std::nullopt;
+  ChannelSlice r{s, data, 0, 0};
+  int64_t begin = 0;
+  for (Value* out : s->outputs()) {
+    const std::optional<int64_t> width = last_dim(out);
+    if (!width || *width <= 0 || sole_consumer(out) != attention) return std::nullopt;
+    if (out == v) r = {s, data, begin, begin + *width};
+    begin += *width;
+  }
+  if (begin != *channels || r.end == 0) return std::nullopt;
+  return r;
+}
+
 bool run(Graph& g, PassContext& ctx) {
   bool changed = false;
   RemovedNodes removed;  // Slices this sweep absorbed: their memory is gone
@@ -72,7 +97,9 @@ bool run(Graph& g, PassContext& ctx) {
     std::array<ChannelSlice, 3> in;
     bool any = false, known = true;
     for (size_t i = 0; i < 3 && known; ++i) {
-      if (std::optional<ChannelSlice> s = channel_slice(n->input(i), n)) {
+      std::optional<ChannelSlice> s = channel_slice(n->input(i), n);
+      if (!s) s = channel_split(n->input(i), n);
+      if (s) {
         in[i] = *s;
         any = true;
       } else if (std::optional<int64_t> c = last_dim(n->input(i))) {
@@ -93,15 +120,18 @@ bool run(Graph& g, PassContext& ctx) {
     patch.replace_uses(n->output(0), fused->output(0));
     patch.remove_node(n);
     std::vector<Node*> gone = {n};
-    for (const ChannelSlice& s : in)
-      if (s.slice) {
-        patch.remove_node(s.slice);
-        gone.push_back(s.slice);
-      }
-    const int64_t slices = static_cast<int64_t>(gone.size()) - 1;
+    int64_t slices = 0, splits = 0;
+    for (const ChannelSlice& s : in) {
+      // A Split feeds all three inputs: it is removed once.
+      if (!s.slice || std::find(gone.begin(), gone.end(), s.slice) != gone.end()) continue;
+      patch.remove_node(s.slice);
+      gone.push_back(s.slice);
+      ++(s.slice->op_type() == "Split" ? splits : slices);
+    }
     if (ctx.apply(patch)) {
       removed.add(gone);
-      ctx.count("Slice read in place", slices);
+      if (slices) ctx.count("Slice read in place", slices);
+      if (splits) ctx.count("Split read in place", splits);
       changed = true;
     }
   }

@@ -120,6 +120,10 @@ bool is_norm_param(const Value* p, const Value* x, int64_t k) {
   return true;
 }
 
+Tensor int64s(const std::vector<int64_t>& values) {
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
+}
+
 Tensor filled(DType t, const std::vector<int64_t>& shape, double v) {
   Tensor out(t, shape);
   const int64_t n = out.numel();

@@ -74,6 +74,8 @@ bool is_norm_param(const Value* p, const Value* x, int64_t k);
 
 // A tensor of `shape` filled with `v`, in float type `t`.
 Tensor filled(DType t, const std::vector<int64_t>& shape, double v);
+// A 1-D int64 tensor of `values`: a Reshape target, Slice bounds.
+Tensor int64s(const std::vector<int64_t>& values);
 
 // A per-tensor fake quantization as quantizers write it: DequantizeLinear(QuantizeLinear(
 // x, s, z), s', z') with s/s' and z/z' the same one-element constants (same value or equal

@@ -139,7 +139,7 @@ bool match(Node* conv, Match& m) {
 }
 
 Value* shape_constant(GraphPatch& patch, const std::string& name, const std::vector<int64_t>& dims) {
-  return patch.add_initializer(name, Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+  return patch.add_initializer(name, int64s(dims));
 }
 
 // W [OC, K] (K = C * prod(kernel)) transposed to [K, OC]: the MatMul's B.

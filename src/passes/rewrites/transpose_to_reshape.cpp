@@ -65,8 +65,7 @@ bool run(Graph& g, PassContext& ctx) {
     if (std::find(shape.begin(), shape.end(), 0) != shape.end()) continue;  // empty: nothing to gain
     if (read_by_subgraph(y)) continue;  // the body names y: it must keep its producer
     GraphPatch patch = make_patch(g);
-    Value* target = patch.add_initializer(n->name() + "_shape",
-                                          Tensor::from_vector<int64_t>({static_cast<int64_t>(shape.size())}, shape));
+    Value* target = patch.add_initializer(n->name() + "_shape", int64s(shape));
     Node* reshape = patch.add_node("Reshape", {n->input(0), target}, 1, {}, "", n->name() + "_as_reshape");
     patch.replace_uses(y, reshape->output(0));
     patch.remove_node(n);

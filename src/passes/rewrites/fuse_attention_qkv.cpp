@@ -18,6 +18,7 @@
 
 #include "ops/infer.h"
 #include "passes/pattern.h"
+#include "passes/rewrites/attention_packing.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
@@ -72,14 +73,9 @@ bool run(Graph& g, PassContext& ctx) {
     Value* wv = patch.add_initializer(p[0]->name() + "_qkv_weight", std::move(weight));
     Value* bv = patch.add_initializer(p[0]->name() + "_qkv_bias", std::move(bias));
     Node* packed = patch.add_node("MatMulBias", {a, wv, bv}, 1, {}, "octet", p[0]->name() + "_qkv");
-    std::vector<Attribute> attrs = n->attributes();
-    attrs.push_back(Attribute::make_ints("channel_ranges",
-                                         {offset[0], offset[1], offset[1], offset[2], offset[2], offset[3]}));
-    std::vector<Value*> inputs = n->inputs();
-    for (size_t i = 0; i < 3; ++i) inputs[i] = packed->output(0);
-    Node* fused = patch.add_node("Attention", inputs, 1, std::move(attrs), "octet", n->name());
-    patch.replace_uses(n->output(0), fused->output(0));
-    patch.remove_node(n);
+    Value* qkv = packed->output(0);
+    read_qkv_through_ranges(patch, n, {qkv, qkv, qkv},
+                            {offset[0], offset[1], offset[1], offset[2], offset[2], offset[3]});
     for (Node* q : p) patch.remove_node(q);
     if (ctx.apply(patch)) {
       removed.add({n, p[0], p[1], p[2]});

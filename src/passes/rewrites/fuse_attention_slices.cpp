@@ -23,6 +23,7 @@
 
 #include "ops/infer.h"
 #include "passes/pattern.h"
+#include "passes/rewrites/attention_packing.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
@@ -110,15 +111,9 @@ bool run(Graph& g, PassContext& ctx) {
     }
     if (!any || !known) continue;
 
-    std::vector<Attribute> attrs = n->attributes();
-    attrs.push_back(Attribute::make_ints(
-        "channel_ranges", {in[0].begin, in[0].end, in[1].begin, in[1].end, in[2].begin, in[2].end}));
-    std::vector<Value*> inputs = n->inputs();
-    for (size_t i = 0; i < 3; ++i) inputs[i] = in[i].source;
     GraphPatch patch = make_patch(g);
-    Node* fused = patch.add_node(n->op_type(), inputs, 1, std::move(attrs), "octet", n->name());
-    patch.replace_uses(n->output(0), fused->output(0));
-    patch.remove_node(n);
+    read_qkv_through_ranges(patch, n, {in[0].source, in[1].source, in[2].source},
+                            {in[0].begin, in[0].end, in[1].begin, in[1].end, in[2].begin, in[2].end});
     std::vector<Node*> gone = {n};
     int64_t slices = 0, splits = 0;
     for (const ChannelSlice& s : in) {

@@ -72,14 +72,18 @@ constexpr auto add_value = arith_value<add_overflows, add_dims>;
 constexpr auto sub_value = arith_value<sub_overflows, sub_dims>;
 constexpr auto mul_value = arith_value<mul_overflows, mul_dims>;
 
-// The sign of a - b when it is known: both constant (compared directly, no overflow), or
-// the symbolic terms cancel (seq + 1 vs seq).
+// The sign of a - b when it is known: both constant (compared directly, no overflow), the
+// symbolic terms cancel (seq + 1 vs seq), or a - b - 1 is provably >= 0 (a dim against a
+// negative constant: torch's `expand(-1, seq)` exports Where(Equal(shape, -1), 1, shape),
+// and deciding that Equal keeps Expand's output shape exact instead of a fresh symbol).
 std::optional<int64_t> difference_sign(const Dim& a, const Dim& b) {
   auto ca = a.constant(), cb = b.constant();
   if (ca && cb) return *ca < *cb ? -1 : (*ca > *cb ? 1 : 0);
-  auto d = (a - b).constant();
-  if (!d) return std::nullopt;
-  return *d < 0 ? -1 : (*d > 0 ? 1 : 0);
+  Dim diff = a - b;
+  if (auto d = diff.constant()) return *d < 0 ? -1 : (*d > 0 ? 1 : 0);
+  if (provably_non_negative(diff - Dim(1))) return 1;
+  if (provably_non_negative(Dim(-1) - diff)) return -1;
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------- shared shapes of rules

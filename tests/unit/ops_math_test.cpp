@@ -529,9 +529,10 @@ TEST(OpsMathValues, WhereMinMaxOnShapeValues) {
   t.node("Min", {"shape", "cap"}, {"capped"});
   t.node("Max", {"ones", "ones"}, {"max1"});
   t.infer();
-  // batch == -1 is undecidable, so nothing downstream of it is claimed.
-  EXPECT_FALSE(t.values("is_neg").has_value());
-  EXPECT_FALSE(t.values("fixed").has_value());
+  // Values that are dims are >= 0, so never -1: the pattern keeps the shape exact (a real
+  // torch export, paraphrase-MiniLM-L3, otherwise gave Expand a fresh symbol per axis).
+  EXPECT_EQ(t.values("is_neg"), (DimVector{0, 0}));
+  EXPECT_EQ(t.values("fixed"), (DimVector{batch, seq}));
   EXPECT_EQ(t.values("capped"), (DimVector{Dim::min(batch, 512), Dim::min(seq, 512)}));
   EXPECT_EQ(t.values("max1"), (DimVector{1, 1}));
 
@@ -540,8 +541,13 @@ TEST(OpsMathValues, WhereMinMaxOnShapeValues) {
   u.init<bool>("cond", {2}, {true, false});
   u.init<int64_t>("alt", {}, {-1});
   u.node("Where", {"cond", "shape", "alt"}, {"w"});
+  u.init<int64_t>("zero", {}, {0});
+  u.node("Equal", {"shape", "zero"}, {"is_zero"});      // batch may be 0: undecidable
+  u.node("Greater", {"shape", "alt"}, {"above_neg1"});  // a dim is > -1 always
   u.infer();
   EXPECT_EQ(u.values("w"), (DimVector{batch, -1}));
+  EXPECT_FALSE(u.values("is_zero").has_value());
+  EXPECT_EQ(u.values("above_neg1"), (DimVector{1, 1}));
 }
 
 TEST(OpsMathValues, ClipOnIntegerValues) {

@@ -71,6 +71,9 @@ class Planner {
     if (!is_float32(table) || !is_constant_weight(table) || rank_of(table) != 2u) return;
     if (n->attr_int("axis", 0) != 0) return skip(n, "Gather axis is not 0");
     if (!o_.quantize_embeddings) return skip(n, "embeddings kept float");
+    if (table->constant()->bytes() < o_.min_embedding_bytes)
+      return skip(n, "small table kept float (int8 saves under " + std::to_string(o_.min_embedding_bytes >> 10) +
+                         " KiB; the runtime folds it to float)");
     add({n, QuantKind::Embedding, 0, 0, {}});
   }
 

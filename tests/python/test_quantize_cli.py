@@ -76,7 +76,8 @@ def cosine(a, b):
 
 def check_static_goals(model):
     out = tmp(model + "_static.onnx")
-    r = static(model, out)
+    # The fixtures' tables are tiny: quantize them all, as a real vocabulary would be.
+    r = static(model, out, "--embedding-min-kib", "0")
     cov = r["coverage"]["int8_share"]
     assert cov >= 0.99, f"int8 MAC share {cov:.4f} < 0.99; float: {r['coverage']['float_matmuls']}"
     assert r["calibration"]["eval_samples"] == 2 and not r["calibration"]["eval_in_sample"], r["calibration"]
@@ -95,6 +96,16 @@ def check_static_goals(model):
 
 for m in ("bert_tiny", "gpt2_tiny", "vit_tiny"):
     t.check(f"static minmax goals: {m}", check_static_goals, m)
+
+
+def check_small_tables_stay_float_by_default():
+    r = static("bert_tiny", tmp("bert_tiny_default_tables.onnx"))
+    assert not any(l["kind"] == "embedding" for l in r["layers"]), r["layers"]
+    reasons = [s["reason"] for s in r["float_nodes"]]
+    assert sum("small table kept float" in why for why in reasons) == 3, reasons
+
+
+t.check("embedding tables under 1 MiB stay float by default", check_small_tables_stay_float_by_default)
 
 
 def check_ort_static():

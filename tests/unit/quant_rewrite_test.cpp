@@ -33,19 +33,38 @@ double cosine(const Tensor& a, const Tensor& b) {
 
 TEST(QuantPlan, BertCoversEveryMatmulAndEmbedding) {
   auto g = level1("bert_tiny");
-  QuantizePlan plan = plan_quantization(*g, {});
+  QuantizeOptions every_table;  // bert_tiny's tables are all under the 1 MiB default
+  every_table.min_embedding_bytes = 0;
+  QuantizePlan plan = plan_quantization(*g, every_table);
   int weights = 0, activations = 0, embeddings = 0;
   for (const QuantizedNode& q : plan.nodes)
     (q.kind == QuantKind::Weight ? weights : q.kind == QuantKind::Activation ? activations : embeddings)++;
   EXPECT_EQ(weights, 14);  // 2 layers x 6 Linear, pooler and classifier Gemm
   EXPECT_EQ(activations, 4);  // Q.K^T and P.V per layer
   EXPECT_EQ(embeddings, 3);   // word, position, token type
-  QuantizeOptions keep;
+  QuantizeOptions keep = every_table;
   keep.quantize_attention = false;
   keep.exclude = {"Gemm"};
   QuantizePlan partial = plan_quantization(*g, keep);
   EXPECT_EQ(partial.nodes.size(), 12u + 3u);
   EXPECT_EQ(partial.skipped.size(), 4u + 2u);
+}
+
+TEST(QuantPlan, SmallEmbeddingTablesStayFloat) {
+  auto g = level1("bert_tiny");
+  QuantizeOptions o;
+  int64_t largest = 0;
+  for (const Node* n : g->nodes())
+    if (n->op_type() == "Gather" && n->input(0)->constant())
+      largest = std::max<int64_t>(largest, n->input(0)->constant()->bytes());
+  ASSERT_GT(largest, 0);
+  o.min_embedding_bytes = static_cast<size_t>(largest);  // only the largest table reaches the bound
+  QuantizePlan plan = plan_quantization(*g, o);
+  int embeddings = 0, small = 0;
+  for (const QuantizedNode& q : plan.nodes) embeddings += q.kind == QuantKind::Embedding;
+  for (const auto& s : plan.skipped) small += s.reason.find("small table kept float") != std::string::npos;
+  EXPECT_EQ(embeddings, 1);
+  EXPECT_EQ(small, 2);
 }
 
 // The lowered int8 graph against the Q/DQ graph it came from on reference kernels: both

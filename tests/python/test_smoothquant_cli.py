@@ -125,7 +125,7 @@ t.check("shared GeLU 0.5: smoothing succeeds, constant unchanged, onnxruntime ru
 def check_outliers():
     # Attention's matmuls stay float here: with 197 tokens most softmax probabilities sit
     # below one uint8 step, an error of its own that would hide what smoothing changes.
-    naive = quantize_json("vit_tiny_outliers", tmp("vit_out_naive.onnx"), "--attention", "fp32")
+    naive = quantize_json("vit_tiny_outliers", tmp("vit_out_naive.onnx"), "--attention", "fp32", "--smoothquant", "off")
     smooth = quantize_json("vit_tiny_outliers", tmp("vit_out_sq.onnx"), "--smoothquant", "auto", "--attention", "fp32")
     c_naive, c_smooth = min_cosine(naive["fidelity"]), min_cosine(smooth["fidelity"])
     assert c_naive < 0.98, f"naive W8A8 cosine {c_naive:.5f}: the outliers should hurt it"
@@ -140,6 +140,17 @@ def check_outliers():
 
 
 t.check("outlier model: SmoothQuant auto >= 0.99 cosine where naive W8A8 is below", check_outliers)
+
+
+def check_static_default_is_auto():
+    default = quantize_json("vit_tiny_outliers", tmp("vit_out_default.onnx"), "--attention", "fp32")
+    assert default["smoothing"]["setting"] == "auto", default["smoothing"]
+    assert any(g["smoothed"] for g in default["smoothing"]["groups"]), default["smoothing"]["groups"]
+    off = quantize_json("vit_tiny_outliers", tmp("vit_out_off.onnx"), "--attention", "fp32", "--smoothquant", "off")
+    assert "smoothing" not in off or not off["smoothing"], off.get("smoothing")
+
+
+t.check("static mode smooths with auto by default; --smoothquant off does not", check_static_default_is_auto)
 
 
 def check_mixed_precision():

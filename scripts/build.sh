@@ -19,5 +19,22 @@ if command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR="$PWD"
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B "build/$flavour" "${args[@]}" >/dev/null
-cmake --build "build/$flavour" -j"$jobs"
+# Quiet by default: a newcomer should read a summary, not a first build's compiler chatter.
+# The full log stays in build/<flavour>.log (OCTET_BUILD_VERBOSE=1 streams it); a failure
+# prints its errors.
+mkdir -p build
+log="build/$flavour.log"
+start=$SECONDS
+if [[ "${OCTET_BUILD_VERBOSE:-0}" == 1 ]]; then
+  cmake -S . -B "build/$flavour" "${args[@]}" >/dev/null
+  cmake --build "build/$flavour" -j"$jobs" 2>&1 | tee "$log"
+  exit "${PIPESTATUS[0]}"
+fi
+echo "build: $flavour (log: $log)"
+if ! { cmake -S . -B "build/$flavour" "${args[@]}" && cmake --build "build/$flavour" -j"$jobs"; } >"$log" 2>&1; then
+  echo "build: $flavour FAILED; the errors:" >&2
+  grep -E "error|Error|undefined reference" "$log" | head -40 >&2 || tail -40 "$log" >&2
+  exit 1
+fi
+warnings=$(grep -c "warning:" "$log" || true)
+echo "build: $flavour done in $((SECONDS - start)) s ($warnings compiler warnings in the log)"

@@ -110,5 +110,7 @@ class ConvState : public KernelState {
 
 // Registers ai.onnx Conv.
 void register_conv(KernelRegistry& r);
+// Registers ai.onnx ConvTranspose (oneDNN deconvolution; dnnl_conv_transpose.cpp).
+void register_conv_transpose(KernelRegistry& r);
 
 }  // namespace octet::dnnl_cpu

@@ -44,6 +44,7 @@ struct Entry {
   dnnl::memory::desc scratchpad;
   bool uses_packed = false;
   bool usable = false;
+  std::string impl;
 };
 
 int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
@@ -149,6 +150,13 @@ class DeconvState : public KernelState {
   }
 
   const DeconvSpec& spec() const { return spec_; }
+  int64_t reference_runs() const { return reference_runs_.load(); }
+  void count_reference_run() const { ++reference_runs_; }
+  std::vector<std::string> implementations() const {
+    std::vector<std::string> out;
+    cache_.for_each([&](const Entry& e) { out.push_back(e.usable ? e.impl : "octet reference"); });
+    return out;
+  }
 
   std::shared_ptr<const Entry> primitive_for(const DeconvProblem& p, int threads) const {
     std::vector<int64_t> key{threads};
@@ -166,6 +174,7 @@ class DeconvState : public KernelState {
           e->primitive = dnnl::deconvolution_forward(pd);
           e->scratchpad = pd.scratchpad_desc();
           e->uses_packed = is_packed;
+          e->impl = impl_name(pd);
           e->usable = true;
           break;
         } catch (const dnnl::error&) {
@@ -196,6 +205,7 @@ class DeconvState : public KernelState {
   dnnl::memory::desc plain_;
   std::optional<dnnl::memory> packed_;
   PrimitiveCache<Entry> cache_;
+  mutable std::atomic<int64_t> reference_runs_{0};
 };
 
 void conv_transpose_kernel(KernelContext& ctx) {
@@ -208,7 +218,10 @@ void conv_transpose_kernel(KernelContext& ctx) {
       (!b || (b->dtype() == DType::Float32 && b->rank() == 1 && b->shape()[0] == s.group_filters * s.group)))
     p = problem(s, x.shape());
   std::shared_ptr<const Entry> entry = p ? state.primitive_for(*p, ctx.threads()) : nullptr;
-  if (!entry) return run_reference_kernel(ctx);
+  if (!entry) {
+    state.count_reference_run();
+    return run_reference_kernel(ctx);
+  }
   Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, std::vector<int64_t>(p->dst.begin(), p->dst.end()));
   state.execute(ctx, *p, *entry, out);
 }
@@ -264,6 +277,13 @@ bool prepare_conv_transpose(const Node& node, std::unique_ptr<KernelState>& stat
 }
 
 }  // namespace
+
+int64_t conv_transpose_reference_runs(const KernelState& state) {
+  return static_cast<const DeconvState&>(state).reference_runs();
+}
+std::vector<std::string> conv_transpose_implementations(const KernelState& state) {
+  return static_cast<const DeconvState&>(state).implementations();
+}
 
 void register_conv_transpose(KernelRegistry& r) {
   r.add("", "ConvTranspose", KernelDef{conv_transpose_kernel, prepare_conv_transpose});

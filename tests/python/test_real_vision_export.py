@@ -29,9 +29,10 @@ import real_models  # noqa: E402
 t = Tally("real_vision_export")
 MODEL = real_models.path("dinov2_focus")
 TMP = tempfile.TemporaryDirectory(prefix="octet_real_vision_test_")
-# The output is a sigmoid map in (0, 1); float32 differences in a 12-layer ViT and the
-# decoder stay far below this.
-ATOL, RTOL = 2e-4, 1e-3
+# The output is a sigmoid map in (0, 1). octet and onnxruntime differ by ~1e-6 on it
+# (float32 sums in another order through 12 ViT blocks and the decoder); 2e-5 leaves room
+# for other CPUs' kernels without hiding a wrong interpolation or a misfolded BatchNorm.
+ATOL, RTOL = 2e-5, 1e-4
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
 STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
 
@@ -73,9 +74,13 @@ def check_level(level):
                                "--atol", ATOL, "--rtol", RTOL, "--json", timeout=300)
     assert code == 0, f"exit {code}: {err.strip()[-400:]} {out[-400:]}"
     report = json.loads(out)
-    text = json.dumps(report)
-    assert "output_importance" in text, text[:400]
-    print(f"  level {level}: {text[:600]}")
+    assert report["comparison"]["ok"] and report["comparison"]["sets"] == 2, report["comparison"]
+    for run in report["runs"]:
+        (output,) = run["outputs"]
+        ref = output["reference"]
+        assert output["name"] == "output_importance" and ref["ok"], ref
+        print(f"  level {level} {run['name']} batch {run['bindings']['batch_size']}: max abs error "
+              f"{ref['max_abs_error']:.3g}, max rel error {ref['max_rel_error']:.3g}, {run['time_ms']:.0f} ms")
 
 
 def check_ops_of_the_export():

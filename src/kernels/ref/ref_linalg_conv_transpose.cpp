@@ -74,9 +74,17 @@ void conv_transpose_kernel(KernelContext& ctx) {
       ctx.fail("strides ", shape_to_string(strides), " and dilations ", shape_to_string(dilations), " must be positive");
     if (out_pad[i] < 0 || out_pad[i] >= std::max(strides[i], dilations[i]))
       ctx.fail("output_padding ", shape_to_string(out_pad), " must be in [0, max(stride, dilation))");
-    const int64_t natural = strides[i] * (in[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1;
+    if (in[i] == 0) ctx.fail("spatial dim ", i, " of X ", X.describe(), " is empty");
+    // In 128 bits: the attributes come from the file and may be absurd.
+    const __int128 wide = static_cast<__int128>(strides[i]) * (in[i] - 1) + out_pad[i] +
+                          static_cast<__int128>(kernel[i] - 1) * dilations[i] + 1;
+    if (wide > (static_cast<__int128>(1) << 62))
+      ctx.fail("output spatial dim ", i, " is too large (strides ", shape_to_string(strides), ", dilations ",
+               shape_to_string(dilations), ")");
+    const int64_t natural = static_cast<int64_t>(wide);
     if (!explicit_out.empty() || same) {
       out[i] = !explicit_out.empty() ? explicit_out[i] : in[i] * strides[i];
+      if (out[i] < 0) ctx.fail("output_shape ", shape_to_string(explicit_out), " has a negative size");
       const int64_t total = natural - out[i];
       pad_begin[i] = auto_pad == "SAME_UPPER" ? floor_half(total) : total - floor_half(total);
     } else if (auto_pad == "VALID") {
@@ -90,12 +98,15 @@ void conv_transpose_kernel(KernelContext& ctx) {
   }
   std::vector<int64_t> out_shape = {batch, filters};
   out_shape.insert(out_shape.end(), out.begin(), out.end());
+  int64_t numel = 1;
+  for (int64_t d : out_shape)
+    if (__builtin_mul_overflow(numel, d, &numel)) ctx.fail("output shape ", shape_to_string(out_shape), " overflows int64");
   Tensor& Y = ctx.allocate_output(0, t, out_shape);
 
   const int64_t in_size = shape_numel(in), out_size = shape_numel(out), kernel_size = shape_numel(kernel);
-  // Where each (tap, input position) writes in one output plane; -1 outside it.
-  std::vector<int64_t> target(static_cast<size_t>(kernel_size * in_size));
-  for (int64_t tap = 0; tap < kernel_size; ++tap)
+  // Where one tap's input positions land in an output plane; -1 outside it.
+  std::vector<int64_t> target(static_cast<size_t>(in_size));
+  auto aim = [&](int64_t tap) {
     for (int64_t p = 0; p < in_size; ++p) {
       int64_t dst = 0;
       for (int64_t d = static_cast<int64_t>(n) - 1, rest_t = tap, rest_p = p, stride = 1; d >= 0 && dst >= 0; --d) {
@@ -106,8 +117,9 @@ void conv_transpose_kernel(KernelContext& ctx) {
         rest_t /= kernel[d];
         rest_p /= in[d];
       }
-      target[tap * in_size + p] = dst;
+      target[p] = dst;
     }
+  };
 
   dispatch(ctx, t, [&](auto tag) {
     using Acc = decltype(tag);
@@ -119,22 +131,21 @@ void conv_transpose_kernel(KernelContext& ctx) {
         for (int64_t m = 0; m < filters; ++m)
           std::fill_n(y.begin() + (b * filters + m) * out_size, out_size, bias[m]);
     }
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t c = 0; c < channels; ++c) {
-        const int64_t gr = c / group_channels;
-        const Acc* x_plane = x.data() + (b * channels + c) * in_size;
-        for (int64_t f = 0; f < group_filters; ++f) {
-          const int64_t m = gr * group_filters + f;
-          Acc* y_plane = y.data() + (b * filters + m) * out_size;
-          const Acc* taps = w.data() + (c * group_filters + f) * kernel_size;
-          for (int64_t tap = 0; tap < kernel_size; ++tap) {
-            const Acc wv = taps[tap];
-            const int64_t* to = target.data() + tap * in_size;
+    for (int64_t tap = 0; tap < kernel_size; ++tap) {
+      aim(tap);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t c = 0; c < channels; ++c) {
+          const int64_t gr = c / group_channels;
+          const Acc* x_plane = x.data() + (b * channels + c) * in_size;
+          for (int64_t f = 0; f < group_filters; ++f) {
+            const int64_t m = gr * group_filters + f;
+            Acc* y_plane = y.data() + (b * filters + m) * out_size;
+            const Acc wv = w[(c * group_filters + f) * kernel_size + tap];
             for (int64_t p = 0; p < in_size; ++p)
-              if (to[p] >= 0) y_plane[to[p]] += x_plane[p] * wv;
+              if (target[p] >= 0) y_plane[target[p]] += x_plane[p] * wv;
           }
         }
-      }
+    }
     store(Y, y);
   });
 }

@@ -78,7 +78,10 @@ std::vector<int64_t> resize_keep_aspect_sizes(const std::vector<int64_t>& in, co
                                               const std::string& policy) {
   const double scale = resize_keep_aspect_scale(in, sizes, policy);
   std::vector<int64_t> out;
-  for (int64_t d : in) out.push_back(static_cast<int64_t>(scale * static_cast<double>(d) + 0.5));
+  for (int64_t d : in) {
+    const double size = scale * static_cast<double>(d) + 0.5;
+    out.push_back(size < 9.0e15 ? static_cast<int64_t>(size) : -1);
+  }
   return out;
 }
 

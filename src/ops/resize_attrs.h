@@ -40,7 +40,8 @@ ResizeInputs resize_inputs(int64_t opset);
 int64_t resize_scaled_size(int64_t in, float scale);
 
 // keep_aspect_ratio_policy not_larger / not_smaller: one scale for every resized axis
-// (the smallest / largest of sizes[i] / in[i]); each size round(scale * in[i]), halves up.
+// (the smallest / largest of sizes[i] / in[i]); each size round(scale * in[i]), halves up,
+// or -1 where that is beyond 9e15 (callers report it). Every in[i] must be positive.
 double resize_keep_aspect_scale(const std::vector<int64_t>& in, const std::vector<int64_t>& sizes,
                                 const std::string& policy);
 std::vector<int64_t> resize_keep_aspect_sizes(const std::vector<int64_t>& in, const std::vector<int64_t>& sizes,

@@ -140,23 +140,27 @@ void infer_resize(InferContext& ctx) {
     for (size_t i = 0; i < axes.size(); ++i) {
       auto c = (*x)[axes[i]].constant();
       auto s = (*sizes)[i].constant();
-      if (!c || !s) return unknown();
+      if (!c || !s || *c == 0) return unknown();  // an empty axis: the kernel reports it
       in_sizes.push_back(*c);
       want.push_back(*s);
     }
     const std::vector<int64_t> sizes_out = resize_keep_aspect_sizes(in_sizes, want, a.keep_aspect_ratio_policy);
-    for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = sizes_out[i];
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if (sizes_out[i] < 0) ctx.fail("sizes with keep_aspect_ratio_policy ", a.keep_aspect_ratio_policy, " are too large");
+      out[axes[i]] = sizes_out[i];
+    }
     return ctx.set_output(0, t, out);
   }
   auto scales = constant_floats(ctx, in.scales);
   if (!scales || scales->size() != axes.size()) return unknown();
   for (size_t i = 0; i < axes.size(); ++i) {
     const float s = (*scales)[i];
-    if (!(s > 0)) ctx.fail("scales ", s, " must be positive");
+    if (!(s > 0) || !std::isfinite(s)) ctx.fail("scales ", s, " must be positive and finite");
     const Dim& d = (*x)[axes[i]];
     if (auto c = d.constant()) {
+      if (static_cast<double>(*c) * s >= 9.0e15) ctx.fail("scales ", s, " makes axis ", axes[i], " too large");
       out[axes[i]] = resize_scaled_size(*c, s);
-    } else if (s == std::floor(s)) {
+    } else if (s == std::floor(s) && s < 65536) {
       out[axes[i]] = d * static_cast<int64_t>(s);  // floor(d * k) == d * k for a whole k
     } else {
       out[axes[i]] = Dim::fresh("resized");

@@ -208,6 +208,11 @@ TEST(RefBatchNorm, InferenceFormula) {
                    {Attribute::make_float("epsilon", 1.0f)}, 15);
   EXPECT_EQ(yh.dtype(), DType::Float16);
   expect_close(floats(yh), {3, -1}, 1e-3f);
+  // An empty batch, and a float64 X with float64 statistics.
+  EXPECT_EQ(run1("BatchNormalization", {f32({0, 2, 3}, {}), s, b, m, v}, {}, 15).shape(), (Shape{0, 2, 3}));
+  const Tensor d = f64({2}, {1, 1}), z = f64({2}, {0, 0});
+  Tensor y64 = run1("BatchNormalization", {f64({1, 2, 1}, {0.25, -8}), d, z, z, d}, {Attribute::make_float("epsilon", 0.0f)}, 15);
+  EXPECT_EQ(values<double>(y64), (std::vector<double>{0.25, -8}));
 }
 
 TEST(RefBatchNorm, RejectsTrainingAndBadShapes) {

@@ -225,7 +225,8 @@ void resize_kernel(KernelContext& ctx) {
       ctx.fail("scales ", scales_t->describe(), " must be float32 with one value per resized axis (", n, ")");
     const std::vector<float> s = scales_t->to_float_vector();
     for (size_t i = 0; i < n; ++i) {
-      if (!(s[i] > 0) || !std::isfinite(s[i])) ctx.fail("scales has the value ", s[i], "; scales must be positive");
+      if (!(s[i] > 0) || !std::isfinite(s[i]))
+        ctx.fail("scales has the value ", s[i], "; scales must be positive and finite");
       scale[i] = s[i];
       const double size = static_cast<double>(in_sizes[i]) * scale[i];
       if (size >= 9.0e15) ctx.fail("scales ", s[i], " makes axis ", axes[i], " too large");
@@ -244,6 +245,8 @@ void resize_kernel(KernelContext& ctx) {
         std::none_of(in_sizes.begin(), in_sizes.end(), [](int64_t d) { return d == 0; })) {
       const double common = resize_keep_aspect_scale(in_sizes, want, a.keep_aspect_ratio_policy);
       out_sizes = resize_keep_aspect_sizes(in_sizes, want, a.keep_aspect_ratio_policy);
+      for (int64_t size : out_sizes)
+        if (size < 0) ctx.fail("sizes with keep_aspect_ratio_policy ", a.keep_aspect_ratio_policy, " are too large");
       std::fill(scale.begin(), scale.end(), common);
     } else {
       out_sizes = want;

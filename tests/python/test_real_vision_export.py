@@ -70,7 +70,7 @@ DATA = write_test_data()
 
 
 def check_level(level):
-    code, out, err = run_octet(args.octet, "run", MODEL, "--test-data", DATA, "--level", level, "--threads", 2,
+    code, out, err = run_octet(args.octet, "run", MODEL, "--test-data", DATA, "--level", level, "--threads", 1,
                                "--atol", ATOL, "--rtol", RTOL, "--json", timeout=300)
     assert code == 0, f"exit {code}: {err.strip()[-400:]} {out[-400:]}"
     report = json.loads(out)

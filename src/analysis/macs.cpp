@@ -31,6 +31,17 @@ std::optional<Dim> conv_macs(const Node& n, size_t w_index) {
   return dims_product(*out) * per_output;
 }
 
+// ConvTranspose scatters instead: every input element meets the taps of the M/group
+// filters of its group, W's shape [Cin, M/group, k...] holding that per input channel.
+std::optional<Dim> conv_transpose_macs(const Node& n) {
+  const DimVector* w = dims_of(n.input(1));
+  const DimVector* x = dims_of(n.input(0));
+  if (!w || !x || w->size() < 3) return std::nullopt;
+  Dim per_input = 1;
+  for (size_t i = 1; i < w->size(); ++i) per_input = per_input * (*w)[i];
+  return dims_product(*x) * per_input;
+}
+
 // Einsum: numel(output) * product of the contracted letters' sizes.
 std::optional<Dim> einsum_macs(const Node& n) {
   std::string eq = n.attr_string("equation", "");
@@ -110,6 +121,7 @@ std::optional<Dim> node_macs(const Node& node) {
     if (op == "Gemm") return matmul_like(node, 0, node.attr_int("transA", 0) != 0);
     if (op == "Conv" || op == "ConvInteger") return conv_macs(node, 1);
     if (op == "QLinearConv") return conv_macs(node, 3);
+    if (op == "ConvTranspose") return conv_transpose_macs(node);
     if (op == "Einsum") return einsum_macs(node);
   }
   // The optimizer's fused Linear layer: a MatMul (the bias add is no MAC).

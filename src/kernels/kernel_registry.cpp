@@ -70,6 +70,7 @@ const KernelRegistry& KernelRegistry::reference() {
     register_ref_shape(r);
     register_ref_linalg(r);
     register_ref_quant(r);
+    register_ref_vision(r);
     register_ref_octet(r);
     // The reference view ops return their input's memory under a new shape.
     for (const char* op : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})

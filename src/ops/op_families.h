@@ -11,6 +11,7 @@ void register_reduce_norm_ops(OpRegistry& r);   // Softmax, reductions, LayerNor
 void register_shape_ops(OpRegistry& r);         // Shape, Reshape, Concat, Slice, Gather, ...
 void register_linalg_ops(OpRegistry& r);        // MatMul, Gemm, Conv, Einsum
 void register_quant_ops(OpRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
+void register_vision_ops(OpRegistry& r);        // BatchNormalization, Resize (vision_ops.cpp)
 void register_octet_ops(OpRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
 void register_octet_attention_op(OpRegistry& r);  // octet.Attention, octet.QAttention (octet_attention.cpp; called by register_octet_ops)
 void register_octet_quant_ops(OpRegistry& r);     // octet.QMatMul (octet_quant_ops.cpp; called by register_octet_ops)

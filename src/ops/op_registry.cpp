@@ -111,6 +111,7 @@ const OpRegistry& OpRegistry::global() {
     register_shape_ops(r);
     register_linalg_ops(r);
     register_quant_ops(r);
+    register_vision_ops(r);
     register_octet_ops(r);
     return r;
   }();

@@ -110,5 +110,11 @@ class ConvState : public KernelState {
 
 // Registers ai.onnx Conv.
 void register_conv(KernelRegistry& r);
+// Registers ai.onnx ConvTranspose (oneDNN deconvolution; dnnl_conv_transpose.cpp).
+void register_conv_transpose(KernelRegistry& r);
+// For tests, of a ConvTranspose node's state: runs that fell back to the reference kernel,
+// and the oneDNN implementation of each cached primitive.
+int64_t conv_transpose_reference_runs(const KernelState& state);
+std::vector<std::string> conv_transpose_implementations(const KernelState& state);
 
 }  // namespace octet::dnnl_cpu

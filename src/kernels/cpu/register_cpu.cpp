@@ -12,6 +12,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_cpu_simd_kernels(r);  // softmax, norms, GeLU, unary and binary elementwise
   dnnl_cpu::register_matmul(r);       // MatMul, Gemm, octet.MatMulBias (oneDNN)
   dnnl_cpu::register_conv(r);         // Conv, float32 1-D/2-D/3-D (oneDNN)
+  dnnl_cpu::register_conv_transpose(r);  // ConvTranspose, float32 (oneDNN deconvolution)
   dnnl_cpu::register_qmatmul(r);      // octet.QMatMul (oneDNN int8)
   dnnl_cpu::register_qgemm_onnx(r);   // MatMulInteger, QLinearMatMul (oneDNN int8)
   cpu::register_cpu_quantize(r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear

@@ -161,6 +161,7 @@ void register_ref_linalg(KernelRegistry& r) {
   r.add("", "MatMul", ref_linalg::matmul_kernel);
   r.add("", "Gemm", ref_linalg::gemm_kernel);
   ref_linalg::register_conv(r);
+  ref_linalg::register_conv_transpose(r);
   ref_linalg::register_einsum(r);
 }
 

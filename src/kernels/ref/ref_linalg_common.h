@@ -22,6 +22,7 @@ namespace ref_linalg {
 
 // The sub-families; register_ref_linalg (ref_linalg.cpp) calls each.
 void register_conv(KernelRegistry& r);    // ref_linalg_conv.cpp
+void register_conv_transpose(KernelRegistry& r);  // ref_linalg_conv_transpose.cpp
 void register_einsum(KernelRegistry& r);  // ref_linalg_einsum.cpp
 
 // Runs fn(Acc{}) with Acc the accumulation type for `dtype` (float, double or uint64_t);

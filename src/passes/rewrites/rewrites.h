@@ -12,6 +12,7 @@ Pass fold_constants();       // nodes whose inputs are all constant, run by the 
 Pass fold_shape_values();    // integer values whose symbolic contents are all known numbers
 
 // Fusions (level 2)
+Pass fold_batch_norm();    // inference BatchNormalization -> into the Conv/ConvTranspose before it, else Mul + Add
 Pass gather_quantized_rows();  // Gather(DQ(int8 table), ids) -> dequantize only the gathered rows
 Pass fuse_gelu_erf();      // 0.5*x*(1+erf(x/sqrt2))                    -> octet.Gelu(none)
 Pass fuse_gelu_tanh();     // 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x^3))) -> octet.Gelu(tanh)

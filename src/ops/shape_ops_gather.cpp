@@ -76,6 +76,8 @@ void infer_gather_nd(InferContext& ctx) {
   if (b < 0) ctx.fail("batch_dims ", b, " is negative");
   const auto& data = ctx.input_dims(0);
   const auto& idx = ctx.input_dims(1);
+  if (data && data->empty()) ctx.fail("data must have rank >= 1, got ", ctx.input_type(0).to_string());
+  if (idx && idx->empty()) ctx.fail("indices must have rank >= 1, got ", ctx.input_type(1).to_string());
   if (data && static_cast<int64_t>(data->size()) <= b)
     ctx.fail("batch_dims ", b, " must be less than the rank of data ", ctx.input_type(0).to_string());
   if (idx && static_cast<int64_t>(idx->size()) <= b)

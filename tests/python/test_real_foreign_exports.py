@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
@@ -115,6 +116,23 @@ def check_against_onnxruntime(name, model, cases):
     return results[LEVELS[0]]
 
 
+def check_specialized(name, model, dims, case):
+    """The graph `octet bench` runs: optimized with every dim fixed, so what depends on
+    them folds. Optimizes at `dims` and runs test-data set `case` (written by
+    check_against_onnxruntime, of those dims) within the same bound."""
+    folder = os.path.join(TMP.name, name, f"test_data_set_{case}")
+    scale = float(np.abs(numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "output_0.pb")))).max())
+    specialized = os.path.join(TMP.name, f"{name}_specialized.onnx")
+    dim_args = [a for d, v in dims.items() for a in ("--dim", f"{d}={v}")]
+    code, out, err = run_octet(args.octet, "optimize", model, "-o", specialized, *dim_args, timeout=300)
+    assert code == 0, f"optimize: exit {code}: {err.strip()[-1000:]}"
+    code, out, err = run_octet(args.octet, "run", specialized, "--test-data", folder, "--rtol", "0", "--atol",
+                               BOUND * scale, "--json", timeout=300)
+    assert code == 0, f"specialized run: exit {code}: {err.strip()[-1000:]} {out[-2000:]}"
+    worst = max(o["reference"]["max_abs_error"] for r in json.loads(out)["runs"] for o in r["outputs"])
+    print(f"  {name} specialized to {dims}: max error {worst / scale:.2e} of the output scale")
+
+
 def check_minilm_l6_int8():
     """all-MiniLM-L6-v2 as exported by torch 2.11's dynamo exporter with int8 weights
     (Cast+Mul dequantization): its attention mask goes through GatherND, its softmax
@@ -132,6 +150,7 @@ def check_minilm_l6_int8():
     alone, padded = outs[0][0], outs[1][0, :12]
     diff = float(np.abs(alone - padded).max() / np.abs(alone).max())
     assert diff <= BOUND, f"padding changes real tokens' states by {diff:.2e} of the scale"
+    check_specialized("minilm_l6_int8", model, {"batch": 2, "sequence": 32}, 2)
 
 
 t.check("minilm_l6_int8 (torch dynamo export, int8 weights) matches onnxruntime", check_minilm_l6_int8)

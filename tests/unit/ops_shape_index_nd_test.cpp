@@ -64,6 +64,8 @@ TEST(IndexNdOps, GatherNdErrorsNameTheNode) {
   EXPECT_TRUE(contains(error(13, {2, 3}, {2, 1}, {I("batch_dims", -1)}), "negative"));
   EXPECT_TRUE(contains(error(11, {2, 3}, {2, 1}, {I("batch_dims", 0)}), "from opset 12"));
   EXPECT_TRUE(contains(error(13, {2, 3}, {2, 1}, {}, DType::Int32), "must be int64"));
+  EXPECT_TRUE(contains(error(13, {2, 3}, {}, {}), "indices must have rank >= 1"));
+  EXPECT_TRUE(contains(error(13, {}, {1}, {}), "data must have rank >= 1"));
 }
 
 // ------------------------------------------------------------------ ScatterND

@@ -1,5 +1,5 @@
 // Reductions, softmax-like ops and normalizations: Softmax/LogSoftmax/Hardmax,
-// Reduce{Mean,Sum,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp}, ArgMax/ArgMin,
+// Reduce{Mean,Sum,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp}, ArgMax/ArgMin, TopK,
 // LayerNormalization, RMSNormalization, CumSum, Trilu.
 //
 // Opset differences handled here:
@@ -7,6 +7,8 @@
 // - Reductions: `axes` is an attribute up to opset 12 (ReduceSum) / 17 (the others) and
 //   an optional int64 input afterwards, together with noop_with_empty_axes.
 // - ReduceMax/ReduceMin accept bool from opset 20.
+// - TopK: k is an attribute before opset 10 and a 1-element int64 input from 10 on;
+//   `largest` and `sorted` exist from opset 11.
 #include "ops/math_helpers.h"
 #include "ops/op_families.h"
 
@@ -117,6 +119,52 @@ void infer_arg_reduce(InferContext& ctx) {  // ArgMax, ArgMin
   else
     out.erase(out.begin() + a);
   ctx.set_output(0, DType::Int64, out);
+}
+
+// TopK: Values (X's type) and Indices (int64) both have X's dims with dim `axis` = k. A k
+// known only symbolically (min(seq, 5)) becomes that dim; an unknown one a fresh symbol.
+void infer_topk(InferContext& ctx) {
+  require_type(ctx, 0, is_numeric_type, kNumericTypes);
+  const Node& node = ctx.node();
+  const int64_t opset = onnx_opset(ctx);
+  std::optional<Dim> k;
+  if (opset < 10) {
+    if (ctx.has_input(1)) ctx.fail("k is an attribute before opset 10, not an input (model opset ", opset, ")");
+    if (!node.has_attr("k")) ctx.fail("attribute 'k' is required before opset 10");
+    k = Dim(node.attr_int("k", 0));
+  } else {
+    if (node.has_attr("k")) ctx.fail("k is an input from opset 10, not an attribute (model opset ", opset, ")");
+    if (!ctx.has_input(1)) ctx.fail("input 1 'K' is required");
+    require_dtype(ctx, 1, DType::Int64);
+    const auto& kdims = ctx.input_dims(1);
+    if (kdims && (kdims->size() != 1 || ((*kdims)[0].constant() && *(*kdims)[0].constant() != 1)))
+      ctx.fail("K must be a 1-D tensor of one element, got ", describe_input(ctx, 1));
+    if (auto values = ctx.input_values(1); values && values->size() == 1) k = (*values)[0];
+  }
+  for (const char* attr : {"largest", "sorted"}) {
+    if (node.has_attr(attr) && opset < 11)
+      ctx.fail("attribute '", attr, "' exists from opset 11 (model opset ", opset, ")");
+    const int64_t v = node.attr_int(attr, 1);
+    if (v != 0 && v != 1) ctx.fail("attribute '", attr, "' must be 0 or 1, got ", v);
+  }
+  const std::optional<int64_t> k_value = k ? k->constant() : std::nullopt;
+  if (k_value && *k_value < 0) ctx.fail("k = ", *k_value, " is negative");
+  const auto& in = ctx.input_dims(0);
+  if (!in) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    ctx.set_output(1, DType::Int64, std::nullopt);
+    return;
+  }
+  const int64_t rank = static_cast<int64_t>(in->size());
+  if (rank == 0) ctx.fail("X must have rank >= 1, got ", describe_input(ctx, 0));
+  const int64_t axis = normalize_axis(ctx, node.attr_int("axis", -1), rank);
+  const auto extent = (*in)[axis].constant();
+  if (k_value && extent && *k_value > *extent)
+    ctx.fail("k = ", *k_value, " exceeds dim ", axis, " of ", describe_input(ctx, 0));
+  DimVector out = *in;
+  out[axis] = k ? *k : Dim::fresh("topk");
+  ctx.set_output(0, ctx.input_dtype(0), out);
+  ctx.set_output(1, DType::Int64, out);
 }
 
 // ---------------------------------------------------------------- normalizations
@@ -235,6 +283,7 @@ void register_reduce_norm_ops(OpRegistry& r) {
   r.add({"", "ReduceMin", reduce_rule<18, true>});
   r.add({"", "ArgMax", infer_arg_reduce});
   r.add({"", "ArgMin", infer_arg_reduce});
+  r.add({"", "TopK", infer_topk});
   r.add({"", "LayerNormalization", infer_layer_norm});
   r.add({"", "RMSNormalization", infer_rms_norm});
   r.add({"", "CumSum", infer_cumsum});

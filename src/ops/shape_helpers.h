@@ -33,7 +33,8 @@ void add_rule(OpRegistry& r, const char* op_type, const char* domain = "") {
 void register_shape_basic_ops(OpRegistry& r);    // Shape, Size, Constant, ConstantOfShape, Range
 void register_shape_reshape_ops(OpRegistry& r);  // Reshape, Flatten, Squeeze, Unsqueeze, Transpose
 void register_shape_slice_ops(OpRegistry& r);    // Slice, Split, Concat, Pad
-void register_shape_gather_ops(OpRegistry& r);   // Gather, GatherElements, Expand, Tile
+void register_shape_gather_ops(OpRegistry& r);   // Gather, GatherElements, GatherND, Expand, Tile
+void register_shape_scatter_ops(OpRegistry& r);  // ScatterND, ScatterElements, Scatter
 void register_linalg_conv_ops(OpRegistry& r);    // Conv, ConvTranspose
 void register_linalg_einsum_ops(OpRegistry& r);  // Einsum
 

@@ -192,6 +192,7 @@ void register_shape_ops(OpRegistry& r) {
   register_shape_reshape_ops(r);
   register_shape_slice_ops(r);
   register_shape_gather_ops(r);
+  register_shape_scatter_ops(r);
 }
 
 }  // namespace octet

@@ -1,4 +1,4 @@
-// Indexing and replication: Gather, GatherElements, Expand, Tile.
+// Indexing and replication: Gather, GatherElements, GatherND, Expand, Tile.
 // Gather on a shape vector (Shape(x)[1]) is the most common step of exporter shape
 // math, so it propagates contents, negative and scalar indices included.
 #include <algorithm>
@@ -61,6 +61,46 @@ void infer_gather_elements(InferContext& ctx) {
   TensorType out = moved_type(ctx, 0, idx);
   if (out.quant && out.quant->axis >= 0) out.quant.reset();  // indices pick along any axis
   ctx.set_output(0, out);
+}
+
+// GatherND: out = indices.shape[:-1] + data.shape[b + k:] where k = indices.shape[-1] and
+// b = batch_dims (an attribute from opset 12). The output rank depends on k, so an
+// unknown k gives an unknown rank. k = 0 (each tuple picks a whole batch slice) is
+// accepted as onnxruntime does, though the spec asks for k >= 1.
+void infer_gather_nd(InferContext& ctx) {
+  require_int64(ctx, 1, "indices");
+  const Node& node = ctx.node();
+  if (node.has_attr("batch_dims") && onnx_opset(ctx) < 12)
+    ctx.fail("attribute 'batch_dims' exists from opset 12 (model opset ", onnx_opset(ctx), ")");
+  const int64_t b = node.attr_int("batch_dims", 0);
+  if (b < 0) ctx.fail("batch_dims ", b, " is negative");
+  const auto& data = ctx.input_dims(0);
+  const auto& idx = ctx.input_dims(1);
+  if (data && data->empty()) ctx.fail("data must have rank >= 1, got ", ctx.input_type(0).to_string());
+  if (idx && idx->empty()) ctx.fail("indices must have rank >= 1, got ", ctx.input_type(1).to_string());
+  if (data && static_cast<int64_t>(data->size()) <= b)
+    ctx.fail("batch_dims ", b, " must be less than the rank of data ", ctx.input_type(0).to_string());
+  if (idx && static_cast<int64_t>(idx->size()) <= b)
+    ctx.fail("batch_dims ", b, " must be less than the rank of indices ", ctx.input_type(1).to_string());
+  const std::optional<int64_t> k = idx ? idx->back().constant() : std::nullopt;
+  if (data && k && *k > static_cast<int64_t>(data->size()) - b)
+    ctx.fail("indices ", ctx.input_type(1).to_string(), " address ", *k, " dims after ", b,
+             " batch dims, but data ", ctx.input_type(0).to_string(), " has only ",
+             static_cast<int64_t>(data->size()) - b);
+  if (!data || !idx || !k) {
+    ctx.set_output(0, moved_type(ctx, 0, std::nullopt));
+    return;
+  }
+  const int64_t rank = static_cast<int64_t>(data->size());
+  const int64_t tuple_dims = static_cast<int64_t>(idx->size()) - 1;
+  DimVector out(idx->begin(), idx->end() - 1);
+  for (int64_t i = 0; i < b; ++i)
+    out[i] = unify_dims(ctx, (*data)[i], (*idx)[i], "batch dim " + std::to_string(i) + " of data and indices");
+  out.insert(out.end(), data->begin() + b + *k, data->end());
+  // Batch axes stay in place, the indexed ones vanish, the trailing ones follow the tuples.
+  std::vector<int64_t> axis_map(rank);
+  for (int64_t a = 0; a < rank; ++a) axis_map[a] = a < b ? a : (a < b + *k ? -1 : tuple_dims + a - b - *k);
+  ctx.set_output(0, moved_type(ctx, 0, out, axis_map));
 }
 
 void infer_expand(InferContext& ctx) {
@@ -141,6 +181,7 @@ namespace shape_rules {
 void register_shape_gather_ops(OpRegistry& r) {
   add_rule<infer_gather>(r, "Gather");
   add_rule<infer_gather_elements>(r, "GatherElements");
+  add_rule<infer_gather_nd>(r, "GatherND");
   add_rule<infer_expand>(r, "Expand");
   add_rule<infer_tile>(r, "Tile");
 }

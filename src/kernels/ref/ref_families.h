@@ -6,8 +6,8 @@ namespace octet {
 class KernelRegistry;
 
 void register_ref_elementwise(KernelRegistry& r);   // unary/binary/variadic math, logic, Cast, Where
-void register_ref_reduce_norm(KernelRegistry& r);   // Softmax, reductions, LayerNorm/RMSNorm, CumSum, Trilu
-void register_ref_shape(KernelRegistry& r);         // Shape, Reshape, Concat, Slice, Gather, Constant, ...
+void register_ref_reduce_norm(KernelRegistry& r);   // Softmax, reductions, TopK, LayerNorm/RMSNorm, CumSum, Trilu
+void register_ref_shape(KernelRegistry& r);         // Shape, Reshape, Concat, Slice, Gather(ND), Scatter*, Constant, ...
 void register_ref_linalg(KernelRegistry& r);        // MatMul, Gemm, Conv, Einsum
 void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
 void register_ref_vision(KernelRegistry& r);        // BatchNormalization, Resize (ref_vision*.cpp)

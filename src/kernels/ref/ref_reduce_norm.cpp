@@ -1,5 +1,6 @@
-// The reduction/normalization reference family: reductions live in ref_reduce.cpp,
-// Softmax and the norms in ref_normalization.cpp; the scans CumSum/CumProd and Trilu here.
+// The reduction/normalization reference family: reductions live in ref_reduce.cpp, TopK in
+// ref_topk.cpp, Softmax and the norms in ref_normalization.cpp; the scans CumSum/CumProd
+// and Trilu here.
 #include <cstring>
 
 #include "kernels/kernel.h"
@@ -88,6 +89,7 @@ void trilu_kernel(KernelContext& ctx) {
 
 void register_ref_reduce_norm(KernelRegistry& r) {
   ref::register_reductions(r);
+  ref::register_sorting(r);
   ref::register_normalization(r);
   r.add("", "CumSum", ref::scan_kernel<true>);
   r.add("", "CumProd", ref::scan_kernel<false>);

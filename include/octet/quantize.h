@@ -33,7 +33,7 @@ struct QuantizeOptions {
   bool quantize_attention = true;     // the activation x activation MatMuls of attention
   bool quantize_embeddings = true;    // Gather on a constant table -> int8 rows
   std::vector<std::string> exclude;   // node names or op types kept in float
-  std::string smoothquant;            // "" off, "auto", or an alpha in [0, 1] ("0.5")
+  std::string smoothquant;            // "auto", "off" or an alpha in [0, 1] ("0.5"); "": auto in static mode
   double smoothquant_min_outlier = 4; // smooth only activations at least this uneven
   std::optional<double> max_drop;     // keep the fewest layers float so the drop stays below
   std::string metric = "cosine";      // for max_drop: cosine | top1 | mse

@@ -99,7 +99,7 @@ def main(argv=None):
     q.add_argument("--attention", default="int8", choices=["int8", "fp32"])
     q.add_argument("--keep-embeddings", action="store_true")
     q.add_argument("--exclude", action="append", default=[])
-    q.add_argument("--smoothquant", help="ALPHA in [0,1] or auto")
+    q.add_argument("--smoothquant", help="auto (static mode's default), off, or ALPHA in [0,1]")
     q.add_argument("--max-drop", type=float)
     q.add_argument("--metric", default="cosine", choices=["cosine", "top1", "mse"])
     q.add_argument("--explain", action="store_true")

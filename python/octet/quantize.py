@@ -7,8 +7,10 @@ from .session import as_input_array
 
 
 def _smoothquant_setting(smoothquant):
-    if smoothquant is None or smoothquant is False:
-        return ""
+    if smoothquant is None:
+        return ""  # octet's default: auto in static mode
+    if smoothquant is False:
+        return "off"
     if smoothquant is True:
         return "auto"
     if isinstance(smoothquant, str):
@@ -134,7 +136,8 @@ def quantize(model, output, calibration=None, *, mode=None, target="octet", meth
     activation_type: "uint8" or "int8" (default int8 for tensorrt, else uint8).
     per_channel, quantize_attention, quantize_embeddings: what gets int8 (all by default).
     exclude: node names or op types kept in float.
-    smoothquant: None/False (off), True or "auto" (alpha per layer), or an alpha in [0, 1];
+    smoothquant: None (the default: "auto" in static mode), False or "off", True or "auto"
+      (alpha per activation, or none where smoothing does not lower the error), or an alpha in [0, 1];
       smoothquant_min_outlier: smooth only activations at least this uneven.
     max_drop, metric: keep the fewest layers float so that 1 - cosine ("cosine"),
       1 - top-1 agreement ("top1") or the MSE ("mse") stays within max_drop.

@@ -2,6 +2,7 @@
 // (plus the ONNX builders of onnx_test_util.h for malformed models).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -132,8 +133,9 @@ TEST(PublicApi, QuantizeFromACallerSource) {
   TempDir dir;
   const std::string out = (dir / "int8.onnx").string();
   CountingSamples samples(6);
+  octet::QuantizeOptions options;  // static, SmoothQuant auto: the defaults
   std::vector<std::string> stages;
-  const octet::QuantizeReport r = octet::quantize(kBert, out, {}, &samples, [&](const std::string& stage, size_t, size_t) {
+  const octet::QuantizeReport r = octet::quantize(kBert, out, options, &samples, [&](const std::string& stage, size_t, size_t) {
     if (stages.empty() || stages.back() != stage) stages.push_back(stage);
   });
   EXPECT_EQ(samples.given_, 6);
@@ -147,7 +149,10 @@ TEST(PublicApi, QuantizeFromACallerSource) {
   EXPECT_NE(r.json.find("\"coverage\""), std::string::npos);
   ASSERT_GE(stages.size(), 2u);
   EXPECT_EQ(stages[0], "reading samples");
-  EXPECT_EQ(stages[1], "calibrating");
+  // SmoothQuant auto (the static default) looks at channel statistics before calibrating.
+  EXPECT_EQ(stages[1], "channel statistics");
+  EXPECT_NE(std::find(stages.begin(), stages.end(), "calibrating"), stages.end());
+  EXPECT_NE(r.json.find("\"smoothing\""), std::string::npos);
   EXPECT_TRUE(fs::exists(out));
   // The quantized file runs through the same API.
   BertInputs in(1, 8, 1);
@@ -162,7 +167,9 @@ TEST(PublicApi, QuantizeRejectsBadRequests) {
   octet::QuantizeOptions bad_mode;
   bad_mode.mode = "sometimes";
   EXPECT_THROW(octet::quantize(kBert, out, bad_mode, nullptr), octet::Error);
-  EXPECT_THROW(octet::quantize(kBert, kBert, octet::QuantizeOptions{.mode = "dynamic"}, nullptr), octet::Error);
+  octet::QuantizeOptions dynamic;
+  dynamic.mode = "dynamic";
+  EXPECT_THROW(octet::quantize(kBert, kBert, dynamic, nullptr), octet::Error);
   octet::QuantizeOptions smooth;
   smooth.smoothquant = "1.5";
   CountingSamples two(2);

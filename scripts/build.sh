@@ -9,7 +9,7 @@ case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
   # -O1 -g1: the usual sanitizer setting; compiles far faster than -O2 -g on CI's 2 cores
   # and keeps stack traces readable.
-  asan) args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DOCTET_SANITIZE=ON -DOCTET_BUILD_CLI=OFF) ;;
+  asan) args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DOCTET_SANITIZE=ON -DOCTET_BUILD_CLI=OFF -DOCTET_BUILD_SHARED=OFF) ;;
   *) echo "build.sh: unknown flavour '$flavour' (release|asan)" >&2; exit 2 ;;
 esac
 # ccache, when installed, makes rebuilds after a branch switch (and in git worktrees,

@@ -1,17 +1,36 @@
 // octet's single error type. Every failure a user can cause (bad file, bad input,
 // unsupported op) surfaces as octet::Error with a message that names where it happened
 // (file, node, op) and what was wrong; the CLI prints it on one line and exits 1.
+//
+// Errors that leave the public API (octet/octet.h) also carry the parts of that message
+// apart: file() (the model or data file the call was about), node() (the graph node the
+// message names, when it names one) and reason() (the message without the file prefix),
+// so programs can react without parsing what().
 #pragma once
 
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace octet {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(message), reason_(message) {}
+  Error(const std::string& message, std::string file, std::string node, std::string reason)
+      : std::runtime_error(message), file_(std::move(file)), node_(std::move(node)), reason_(std::move(reason)) {}
+
+  // The file the failing call was about; empty when none (or inside the library).
+  const std::string& file() const { return file_; }
+  // The node the message names ("node 'attn/MatMul' (MatMul)" -> "attn/MatMul"); empty
+  // when the error is not about one node.
+  const std::string& node() const { return node_; }
+  // What was wrong: what() without the leading "file: ".
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_, node_, reason_;
 };
 
 namespace detail {

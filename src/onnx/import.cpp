@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <unordered_map>
 
@@ -244,10 +245,9 @@ void check_is_onnx(const onnx::ModelProto& proto, const std::string& file) {
   if (proto.opset_import_size() == 0) fail(file, ": not a valid ONNX model (no opset_import)");
 }
 
-Model load_impl(const fs::path& path, const LoadOptions& options) {
+// `path` names the model in messages and anchors external data (its folder).
+Model load_impl(std::unique_ptr<onnx::ModelProto> proto, const fs::path& path, const LoadOptions& options) {
   const std::string file = path.string();
-  auto proto = std::make_unique<onnx::ModelProto>();
-  onnx_io::read_proto_file(path, *proto, "ONNX model");
   check_is_onnx(*proto, file);
 
   Model model;
@@ -295,7 +295,24 @@ Model load_impl(const fs::path& path, const LoadOptions& options) {
 
 Model load_model(const fs::path& path, const LoadOptions& options) {
   try {
-    return load_impl(path, options);
+    auto proto = std::make_unique<onnx::ModelProto>();
+    onnx_io::read_proto_file(path, *proto, "ONNX model");
+    return load_impl(std::move(proto), path, options);
+  } catch (const Error& e) {
+    throw Error(onnx_io::one_line(e.what()));
+  }
+}
+
+Model load_model_from_memory(std::string_view bytes, const fs::path& path, const LoadOptions& options) {
+  try {
+    if (bytes.empty()) fail(path.string(), ": no bytes (not an ONNX model)");
+    if (bytes.size() > static_cast<size_t>(INT_MAX))
+      fail(path.string(), ": ", bytes.size(), " bytes, over protobuf's 2 GiB limit; models this large must keep "
+           "their weights in external data files");
+    auto proto = std::make_unique<onnx::ModelProto>();
+    if (!proto->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+      fail(path.string(), ": not a valid ONNX model (protobuf parse failed: truncated or not ONNX)");
+    return load_impl(std::move(proto), path, options);
   } catch (const Error& e) {
     throw Error(onnx_io::one_line(e.what()));
   }

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct LoadOptions {
   bool infer_types = true;
 };
 Model load_model(const std::filesystem::path& path, const LoadOptions& options = {});
+// The same from a serialized ModelProto in memory; `path` names it in messages, and its
+// folder is where external data is looked up.
+Model load_model_from_memory(std::string_view bytes, const std::filesystem::path& path,
+                             const LoadOptions& options = {});
 
 struct SaveOptions {
   bool external_data = false;        // write initializers >= threshold to one side file

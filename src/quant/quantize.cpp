@@ -115,6 +115,12 @@ std::string alpha_setting(const SmoothingRequest& r) {
   return buf;
 }
 
+// The stage's progress function: the caller's sink, else a bar on stderr, else none.
+ProgressFn stage_progress(const QuantizeJob& job, const std::string& label) {
+  if (job.progress_sink) return job.progress_sink(label);
+  return job.progress ? stderr_progress(label) : ProgressFn{};
+}
+
 // Per-channel statistics of every weight layer's input and, when asked, the smoothing
 // decisions they lead to (none smoothed under --explain alone).
 std::vector<SmoothingDecision> decide(const QuantizeJob& job, Graph& graph, std::shared_ptr<const Graph> float_graph,
@@ -124,7 +130,7 @@ std::vector<SmoothingDecision> decide(const QuantizeJob& job, Graph& graph, std:
   const QuantizePlan plan = plan_quantization(graph, job.options);
   const std::vector<SmoothGroup> groups = find_smooth_groups(graph, plan);
   const auto stats = observe_channels(std::move(float_graph), groups, source, samples, kKeptRows,
-                                      job.progress ? stderr_progress("channel statistics") : ProgressFn{});
+                                      stage_progress(job, "channel statistics"));
   SmoothingRequest request{std::nullopt, std::numeric_limits<double>::infinity()};
   if (job.smoothing) request = *job.smoothing;
   std::vector<SmoothingDecision> decisions = decide_smoothing(graph, groups, stats, request, job.options);
@@ -151,7 +157,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   report.model = job.model.string();
   report.output = job.output.string();
   report.explain = job.explain;
-  const auto progress = [&](const char* label) { return job.progress ? stderr_progress(label) : ProgressFn{}; };
+  const auto progress = [&](const char* label) { return stage_progress(job, label); };
 
   Model model = load_clean(job.model);  // rewritten in place, then written
   const std::shared_ptr<const Graph> float_graph = shared(load_clean(job.model));

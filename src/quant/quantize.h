@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "ir/dim.h"
 #include "onnx/model_io.h"
+#include "quant/calibrate.h"
 #include "quant/quant_report.h"
 #include "quant/mixed_precision.h"
 #include "quant/quantize_options.h"
@@ -26,6 +28,9 @@ struct QuantizeJob {
   Bindings dims;             // where to count MACs (default: the first sample's shapes)
   SaveOptions save;
   bool progress = true;  // a progress bar on stderr while calibrating and evaluating
+  // When set, replaces the stderr bar: called once per stage with its label, it returns
+  // the stage's progress function (the public API forwards these to its callback).
+  std::function<ProgressFn(const std::string& label)> progress_sink;
   std::optional<SmoothingRequest> smoothing;  // --smoothquant ALPHA|auto
   bool explain = false;                       // per-layer input statistics (--explain)
   std::optional<double> max_drop;             // --max-drop: keep layers float until met

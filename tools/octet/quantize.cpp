@@ -4,10 +4,12 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "text_calibration.h"
 #include "quant/quantize.h"
 #include "quant/target_profile.h"
 
@@ -18,12 +20,13 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Options {
-  std::string model, out, mode, target = "octet", calib, calibration = "minmax", activation_type, attention = "int8",
+  std::string model, out, mode, target = "octet", calib, calib_text, tokenizer, calibration = "minmax", activation_type, attention = "int8",
                                 report, smoothquant, metric = "cosine";
   std::vector<std::string> exclude, dims;
   double smooth_min_outlier = 4, max_drop = -1;
   bool explain = false;
   size_t calib_samples = 0, sqnr_samples = 8, embedding_min_kib = 1024;
+  int max_length = 128;
   double percentile = 99.99, holdout = 0.2;
   bool per_tensor = false, keep_embeddings = false, json = false, external_data = false, force = false,
        quiet = false;
@@ -52,6 +55,10 @@ CALIBRATION (--calib PATH)
   observers keep fixed-size statistics. Methods: minmax, percentile (--percentile),
   entropy (KL), mse. With 5 samples or more, the last --holdout share is kept out of
   calibration and used for the fidelity report.
+  --calib-text FILE --tokenizer tokenizer.json: one sample per non-empty line, tokenized
+  (input_ids, attention_mask, token_type_ids as the model has them; at most --max-length
+  tokens) by `python3 -m octet write-text-samples`, which needs octet's Python package
+  (pip install .) and `tokenizers`; python -m octet quantize also reads images.
 
 TARGETS (--target)
   octet     QDQ ONNX that octet runs with int8 kernels (octet.QMatMul in dynamic mode)
@@ -91,7 +98,8 @@ void quantize_command(const Options& o) {
   job.model = o.model;
   job.output = o.out;
   quant::QuantizeOptions& q = job.options;
-  q.mode = o.mode.empty() ? (o.calib.empty() ? quant::Mode::Dynamic : quant::Mode::Static) : quant::parse_mode(o.mode);
+  const bool has_samples = !o.calib.empty() || !o.calib_text.empty();
+  q.mode = o.mode.empty() ? (!has_samples ? quant::Mode::Dynamic : quant::Mode::Static) : quant::parse_mode(o.mode);
   q.target = quant::parse_target(o.target);
   q.calibration = quant::parse_calibration(o.calibration);
   q.percentile = o.percentile;
@@ -114,7 +122,14 @@ void quantize_command(const Options& o) {
   if (o.holdout < 0 || o.holdout >= 1) fail("--holdout must be in [0, 1), got ", o.holdout);
 
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
-  job.calib = o.calib;
+  std::optional<TextSamplesFolder> text_samples;
+  if (!o.calib_text.empty()) {
+    if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
+    text_samples.emplace(o.model, o.calib_text, o.tokenizer, o.max_length);
+  } else if (!o.tokenizer.empty()) {
+    fail("--tokenizer goes with --calib-text FILE");
+  }
+  job.calib = text_samples ? text_samples->path().string() : o.calib;
   job.calib_samples = o.calib_samples;
   job.holdout = o.holdout;
   job.sqnr_samples = o.sqnr_samples;
@@ -166,6 +181,10 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--mode", opts->mode, "static | dynamic (default: static with --calib, else dynamic)");
   cmd->add_option("--target", opts->target, "octet | ort | tensorrt (default octet; see TARGETS)");
   cmd->add_option("--calib", opts->calib, "Calibration samples (see CALIBRATION)")->type_name("PATH");
+  cmd->add_option("--calib-text", opts->calib_text, "Calibrate on raw text, one sample per line (see CALIBRATION)")
+      ->type_name("FILE");
+  cmd->add_option("--tokenizer", opts->tokenizer, "Hugging Face tokenizer.json for --calib-text")->type_name("FILE");
+  cmd->add_option("--max-length", opts->max_length, "Tokens per --calib-text sample (default 128)")->type_name("N");
   cmd->add_option("--calib-samples", opts->calib_samples, "Use at most N samples (default: all)")->type_name("N");
   cmd->add_option("--calibration", opts->calibration, "minmax | percentile | entropy | mse (default minmax)");
   cmd->add_option("--percentile", opts->percentile, "Percentile for --calibration percentile (default 99.99)");

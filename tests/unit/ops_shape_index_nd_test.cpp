@@ -31,6 +31,17 @@ TEST(IndexNdOps, GatherNdShapes) {
   EXPECT_EQ(b.dims("y_none"), (DimVector{6, batch, seq, 64}));
 }
 
+// torch's dynamo exporter reads the [batch, seq] padding mask at (b, j) pairs built from
+// two Range/Expand/Concat chains: [batch, 1, 1, seq, 2] indices.
+TEST(IndexNdOps, GatherNdOnTheDynamoAttentionMask) {
+  GraphBuilder b(17);
+  b.input("mask", DType::Bool, DimVector{batch, seq});
+  b.input("pairs", DType::Int64, DimVector{batch, 1, 1, seq, 2});
+  b.node("GatherND", {"mask", "pairs"}, {"picked"}, {I("batch_dims", 0)});
+  b.infer();
+  EXPECT_EQ(b.type("picked"), TensorType(DType::Bool, DimVector{batch, 1, 1, seq}));
+}
+
 TEST(IndexNdOps, GatherNdTakesKnownBatchSizesAndUnknownTupleLengths) {
   GraphBuilder b(13);
   b.input("x", DType::Int32, DimVector{batch, 3, 4});

@@ -1,9 +1,48 @@
 // The octet command line: one subcommand per file in this folder.
+#include <cstdlib>
 #include <iostream>
 #include <new>
 
 #include "cli_common.h"
 #include "octet/error.h"
+
+namespace {
+
+// OpenMP threads that wait for work spin before they sleep. libgomp's default spin
+// (GOMP_SPINCOUNT 300000, on the order of a millisecond) is right on an idle machine and
+// ruinous on a shared one: a waiting thread burns the core its descheduled sibling needs,
+// and a second OpenMP process (another octet, a quantize) spins against it, so latency
+// grew 7-18x beside a neighbour (issue 19). A short spin keeps the quiet-machine speed
+// (the gaps between kernels are microseconds) and yields the core soon under contention;
+// bench/shared_cpu.py measured the choice (bench/results/*shared-cpu*). The user's own
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
+constexpr const char* kSpinCount = "10000";
+
+void set_openmp_wait_defaults(int, char**, char**) {
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) ::setenv("GOMP_SPINCOUNT", kSpinCount, 0);
+}
+
+// libgomp reads its environment in its own constructor, which runs before any static
+// initializer of this program; .preinit_array functions run before every constructor.
+__attribute__((section(".preinit_array"), used)) void (*preinit_openmp)(int, char**, char**) =
+    set_openmp_wait_defaults;
+
+// The model file of the subcommand that ran, so an out-of-memory error can name it.
+std::string model_argument(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands())
+    if (const CLI::Option* o = sub->get_option_no_throw("model"); o && o->count() > 0) return o->as<std::string>();
+  return "";
+}
+
+// "model.onnx: node 'x' (Tile): out of memory allocating N bytes" - unless the message
+// already starts with the file (load errors do).
+std::string with_model(const CLI::App& app, const std::string& message) {
+  const std::string model = model_argument(app);
+  if (model.empty() || message.rfind(model, 0) == 0) return message;
+  return model + ": " + message;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,11 +62,22 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const octet::cli::ExitStatus& s) {
     return s.code;
+  } catch (const octet::OutOfMemory& e) {
+    std::cerr << "octet: error: " << with_model(app, e.what()) << "\n";
+    return 1;
   } catch (const octet::Error& e) {
     std::cerr << "octet: error: " << e.what() << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "octet: error: out of memory (a tensor in the model or its inputs is too large)\n";
+    std::cerr << "octet: error: " << with_model(app, "out of memory (a tensor in the model or its inputs is too large)")
+              << "\n";
+    return 1;
+  } catch (const std::length_error&) {
+    // The standard library's text ("cannot create std::vector larger than max_size()")
+    // says nothing a user can act on.
+    std::cerr << "octet: error: " << with_model(app, "out of memory (a size in the model or its inputs is larger "
+                                                     "than any buffer can hold)")
+              << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "octet: internal error: " << e.what() << "\n";

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "io/output_file.h"
 #include "quant/quantize.h"
 #include "quant/target_profile.h"
 
@@ -106,6 +107,7 @@ void quantize_command(const Options& o) {
   if (o.holdout < 0 || o.holdout >= 1) fail("--holdout must be in [0, 1), got ", o.holdout);
 
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
+  if (!o.report.empty()) check_replaceable(o.report);  // before minutes of calibration, not after
   job.calib = o.calib;
   job.calib_samples = o.calib_samples;
   job.holdout = o.holdout;
@@ -133,9 +135,7 @@ void quantize_command(const Options& o) {
   const quant::QuantizeReport report = quant::quantize_model(job);
   const nlohmann::json j = report.to_json();
   if (!o.report.empty()) {
-    std::ofstream f(o.report);
-    if (!f) fail(o.report, ": cannot write the report");
-    f << j.dump(2) << "\n";
+    write_file_replacing(o.report, j.dump(2) + "\n");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
   else std::cout << report.to_text();

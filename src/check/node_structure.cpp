@@ -84,10 +84,10 @@ std::vector<std::string> check_model_versions(int64_t ir_version, const std::map
     out.push_back("ir_version " + std::to_string(ir_version) + " is newer than the newest octet knows (" +
                   std::to_string(kNewestKnownIrVersion) + "); what that version added is not read");
   for (const auto& [domain, version] : opsets)
-    if (is_onnx_domain(domain) && version > kNewestOnnxOpset)
+    if (is_onnx_domain(domain) && version > kNewestKnownOnnxOpset)
       out.push_back("the model imports ai.onnx opset " + std::to_string(version) + ", newer than the newest octet "
-                    "implements (" + std::to_string(kNewestOnnxOpset) + "); its nodes are read with their opset-" +
-                    std::to_string(kNewestOnnxOpset) + " meaning");
+                    "knows (" + std::to_string(kNewestKnownOnnxOpset) + "); its nodes are read with the meaning of "
+                    "the newest opset octet has for them");
   return out;
 }
 

@@ -25,6 +25,11 @@ namespace octet::check {
 // (tests/requirements.txt). Newer files may carry fields octet passes through unread.
 inline constexpr int64_t kNewestKnownIrVersion = 14;
 
+// The newest ai.onnx opset whose additions octet reads: opset 25's int2/uint2 and
+// float8e8m0 import and run (kNewestOnnxOpset, 23, is the newest whose ops octet
+// implements in full). A model importing a newer one gets a warning.
+inline constexpr int64_t kNewestKnownOnnxOpset = 25;
+
 struct NodeIssue {
   const Node* node;
   std::string rule;  // what is wrong, without the node's name

@@ -24,6 +24,15 @@ std::optional<uint64_t> try_storage_bytes(DType dtype, int64_t n) {
   return (static_cast<uint64_t>(n) * bits + 7) / 8;
 }
 
+std::optional<uint64_t> claimed_storage_bytes(DType dtype, int64_t n) {
+  if (n < 0) return std::nullopt;
+  uint64_t bits;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(n), static_cast<uint64_t>(dtype_bits(dtype)), &bits) ||
+      bits > UINT64_MAX - 7)
+    return std::nullopt;
+  return (bits + 7) / 8;
+}
+
 std::optional<uint64_t> try_tensor_bytes(DType dtype, const std::vector<int64_t>& shape) {
   auto n = try_numel(shape);
   return n ? try_storage_bytes(dtype, *n) : std::nullopt;
@@ -33,7 +42,8 @@ int64_t checked_numel(const std::vector<int64_t>& shape, const std::string& what
   for (int64_t d : shape)
     if (d < 0) fail(what, ": shape ", shape_to_string(shape), " has a negative dimension");
   auto n = try_numel(shape);
-  if (!n) throw OutOfMemory(what + ": out of memory: shape " + shape_to_string(shape) + " has more than 2^63 elements");
+  if (!n)
+    throw OutOfMemory(what + ": out of memory: shape " + shape_to_string(shape) + " has too many elements (more than 2^63)");
   return *n;
 }
 

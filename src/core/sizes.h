@@ -30,6 +30,9 @@ std::optional<int64_t> try_numel(const std::vector<int64_t>& shape);
 // negative or the count exceeds kMaxTensorBytes. Strings have no bytes in the buffer (0)
 // but are held to the same limit for their std::string elements.
 std::optional<uint64_t> try_storage_bytes(DType dtype, int64_t n);
+// The bytes n elements would take with no limit but uint64's: for file readers that compare
+// what a header claims with the data really there (and say so), never to size memory.
+std::optional<uint64_t> claimed_storage_bytes(DType dtype, int64_t n);
 // Bytes of a tensor of this dtype and shape; nullopt as for the two above.
 std::optional<uint64_t> try_tensor_bytes(DType dtype, const std::vector<int64_t>& shape);
 

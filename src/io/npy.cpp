@@ -252,7 +252,9 @@ NpyHeader parse_npy_prefix(std::string_view bytes, uint64_t file_size, const std
   if (h.fortran_order)
     fail(context, ": fortran_order=True (column-major) arrays are not supported; save a C-order copy, "
          "e.g. np.save(f, np.ascontiguousarray(a))");
-  const std::optional<uint64_t> need = try_tensor_bytes(dtype, h.shape);
+  // Compared with the data really there, never allocated from: no memory limit here.
+  const std::optional<int64_t> numel = try_numel(h.shape);
+  const std::optional<uint64_t> need = numel ? claimed_storage_bytes(dtype, *numel) : std::nullopt;
   if (!need) fail(context, ": shape ", shape_to_string(h.shape), " is too large");
   const uint64_t have = file_size - extent.data_start;
   if (have != *need)

@@ -35,8 +35,9 @@ Layout check_layout(const onnx::TensorProto& p, const std::string& context) {
   Layout l{*dtype, {p.dims().begin(), p.dims().end()}, 1, 0, ""};
   for (int64_t d : l.shape)
     if (d < 0) fail(context, " has a negative dimension in its dims ", shape_to_string(l.shape));
+  // What the dims claim, compared with the data there before anything is allocated.
   const auto numel = try_numel(l.shape);
-  const auto bytes = numel ? try_storage_bytes(l.dtype, *numel) : std::nullopt;
+  const auto bytes = numel ? claimed_storage_bytes(l.dtype, *numel) : std::nullopt;
   if (!bytes) fail(context, " has dims ", shape_to_string(l.shape), ": too many elements");
   l.numel = *numel;
   l.bytes = static_cast<size_t>(*bytes);

@@ -9,14 +9,14 @@
 namespace {
 
 // OpenMP threads that wait for work spin before they sleep. libgomp's default spin
-// (GOMP_SPINCOUNT 300000, on the order of a millisecond) is right on an idle machine and
+// (GOMP_SPINCOUNT 300000, on the order of a millisecond) suits an idle machine and is
 // ruinous on a shared one: a waiting thread burns the core its descheduled sibling needs,
 // and a second OpenMP process (another octet, a quantize) spins against it, so latency
-// grew 7-18x beside a neighbour (issue 19). A short spin keeps the quiet-machine speed
-// (the gaps between kernels are microseconds) and yields the core soon under contention;
-// bench/shared_cpu.py measured the choice (bench/results/*shared-cpu*). The user's own
-// OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
-constexpr const char* kSpinCount = "10000";
+// grew 7-18x beside a neighbour (issue 19). 1000 is what libgomp itself uses once threads
+// outnumber cores; measured with bench/shared_cpu.py (bench/results/*shared-cpu*), it
+// matched OMP_WAIT_POLICY=passive beside every neighbour and under load, where 10000 was
+// still 3-10x slower. The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
+constexpr const char* kSpinCount = "1000";
 
 void set_openmp_wait_defaults(int, char**, char**) {
   if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) ::setenv("GOMP_SPINCOUNT", kSpinCount, 0);

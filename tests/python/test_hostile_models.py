@@ -426,4 +426,32 @@ def nan_in_calibration_named():
 
 t.check("NaN/Inf in calibration inputs names the input file and tensor", nan_in_calibration_named)
 
+# ---------------------------------------------------------------- shared CPU
+
+def openmp_spin_seen_by(extra_env):
+    """GOMP_SPINCOUNT in the environment the running octet process started with."""
+    import subprocess
+    import time
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env.update(extra_env)
+    proc = subprocess.Popen([args.octet, "bench", MLP, "--iters", "100000000", "--warmup", "0"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+            environ = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+    finally:
+        proc.kill()
+        proc.wait()
+    return environ.get(b"GOMP_SPINCOUNT")
+
+
+def cli_sets_short_openmp_spin():
+    assert openmp_spin_seen_by({}) == b"1000", "the CLI did not start with GOMP_SPINCOUNT=1000"
+    assert openmp_spin_seen_by({"GOMP_SPINCOUNT": "50"}) == b"50", "the user's GOMP_SPINCOUNT was overridden"
+    assert openmp_spin_seen_by({"OMP_WAIT_POLICY": "active"}) is None, "set despite the user's OMP_WAIT_POLICY"
+
+
+t.check("the CLI shortens OpenMP's spin-wait unless the user chose one", cli_sets_short_openmp_spin)
+
 t.finish()

@@ -1,4 +1,6 @@
 // The octet command line: one subcommand per file in this folder.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -14,18 +16,19 @@ namespace {
 // and a second OpenMP process (another octet, a quantize) spins against it, so latency
 // grew 7-18x beside a neighbour (issue 19). 1000 is what libgomp itself uses once threads
 // outnumber cores; measured with bench/shared_cpu.py (bench/results/*shared-cpu*), it
-// matched OMP_WAIT_POLICY=passive beside every neighbour and under load, where 10000 was
-// still 3-10x slower. The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
+// matched OMP_WAIT_POLICY=passive beside every neighbour and under load, where libgomp's
+// default was 5-10x slower. The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
 constexpr const char* kSpinCount = "1000";
 
-void set_openmp_wait_defaults(int, char**, char**) {
-  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) ::setenv("GOMP_SPINCOUNT", kSpinCount, 0);
+// libgomp reads its environment while it is loaded, before main() and even before a
+// .preinit_array function could set it (libc's own initialization, which runs after
+// those, resets environ). So the setting takes effect by starting once more with it set:
+// one exec, a millisecond. If that fails, octet runs on with libgomp's default.
+void ensure_openmp_wait_settings(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;  // the user's choice, or done
+  ::setenv("GOMP_SPINCOUNT", kSpinCount, 1);
+  ::execv("/proc/self/exe", argv);
 }
-
-// libgomp reads its environment in its own constructor, which runs before any static
-// initializer of this program; .preinit_array functions run before every constructor.
-__attribute__((section(".preinit_array"), used)) void (*preinit_openmp)(int, char**, char**) =
-    set_openmp_wait_defaults;
 
 // The model file of the subcommand that ran, so an out-of-memory error can name it.
 std::string model_argument(const CLI::App& app) {
@@ -45,6 +48,7 @@ std::string with_model(const CLI::App& app, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ensure_openmp_wait_settings(argv);
   CLI::App app{
       "octet: post-training int8 quantization and fast CPU execution of transformer ONNX models"};
   app.require_subcommand(1);

@@ -8,6 +8,8 @@
 // so programs can react without parsing what().
 #pragma once
 
+#include <cstdint>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,6 +34,39 @@ class Error : public std::runtime_error {
  private:
   std::string file_, node_, reason_;
 };
+
+// A memory allocation that failed or could never succeed. The innermost message says how
+// much was asked for; whoever knows more (the node running, the model file) adds it with
+// within(), and the result stays an OutOfMemory so the next layer can add its own part.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& message) : Error(message) {}
+  static OutOfMemory allocating(uint64_t bytes) {
+    return OutOfMemory("out of memory allocating " + std::to_string(bytes) + " bytes");
+  }
+  // `where` first, unless the message already starts with it.
+  OutOfMemory within(const std::string& where) const {
+    const std::string message = what();
+    return OutOfMemory(message.rfind(where, 0) == 0 ? message : where + ": " + message);
+  }
+};
+
+// Runs `body`; a failed allocation inside it (OutOfMemory, or the standard library's
+// std::bad_alloc and std::length_error, whose texts mean nothing to a user) leaves as an
+// OutOfMemory naming `where()`, which is only called then (hot loops pay nothing). Other
+// errors pass unchanged.
+template <typename Where, typename Body>
+decltype(auto) naming_allocation_failures(Where&& where, Body&& body) {
+  try {
+    return body();
+  } catch (const OutOfMemory& e) {
+    throw e.within(where());
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(std::string(where()) + ": out of memory");
+  } catch (const std::length_error&) {
+    throw OutOfMemory(std::string(where()) + ": out of memory (a size larger than any buffer can hold)");
+  }
+}
 
 namespace detail {
 template <typename... Parts>

@@ -113,7 +113,8 @@ std::optional<Dim> attention_macs(const Node& n) {
 
 }  // namespace
 
-std::optional<Dim> node_macs(const Node& node) {
+namespace {
+std::optional<Dim> count_macs(const Node& node) {
   const std::string& op = node.op_type();
   if (node.domain().empty()) {
     if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul")
@@ -134,6 +135,25 @@ std::optional<Dim> node_macs(const Node& node) {
     return dims_product(*out) * node.attr_int("K", 0);
   }
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<Dim> node_macs(const Node& node) {
+  // A count past int64 (dims from a hostile file: the arithmetic is checked) is no count:
+  // reports show it as unknown rather than failing the command that wanted an estimate.
+  try {
+    return count_macs(node);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<int64_t> evaluate_macs(const Dim& macs, const Bindings& bindings) {
+  try {
+    return macs.evaluate(bindings);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace octet

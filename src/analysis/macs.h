@@ -13,5 +13,7 @@ namespace octet {
 // matmuls, MatMulNBits, octet.MatMulBias) and convolutions. nullopt for ops with no multiply-accumulate
 // core, or when the shapes needed are unknown.
 std::optional<Dim> node_macs(const Node& node);
+// macs.evaluate(bindings), nullopt also when the count overflows int64.
+std::optional<int64_t> evaluate_macs(const Dim& macs, const Bindings& bindings);
 
 }  // namespace octet

@@ -41,6 +41,10 @@ int64_t newest_registry_opset() {
   return it == ranges.end() ? 0 : it->second.second;
 }
 
+bool is_onnx_op(const std::string& op_type) {
+  return onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(newest_registry_opset()), "") != nullptr;
+}
+
 std::optional<NodeSchema> find_onnx_schema(const Node& node) {
   const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
   if (!domain.empty()) return std::nullopt;  // only ai.onnx is checked against the spec
@@ -56,6 +60,9 @@ std::optional<NodeSchema> find_onnx_schema(const Node& node) {
   out.newer_than_registry = opset > newest;
   for (const auto& p : s->inputs()) out.inputs.push_back(to_param(p));
   for (const auto& p : s->outputs()) out.outputs.push_back(to_param(p));
+  for (const auto& [name, attr] : s->attributes()) out.attributes.push_back(name);
+  out.max_inputs = s->max_input();
+  out.max_outputs = s->max_output();
   for (const auto& tc : s->typeConstraintParams()) {
     std::vector<DType>& allowed = out.allowed[tc.type_param_str];
     for (const std::string& t : tc.allowed_type_strs)

@@ -38,6 +38,8 @@ struct NodeSchema {
   std::vector<FormalParam> inputs, outputs;
   // Allowed element types per type variable (only tensor types octet has a DType for).
   std::map<std::string, std::vector<DType>> allowed;
+  std::vector<std::string> attributes;  // every attribute the op defines, sorted
+  int max_inputs = 0, max_outputs = 0;  // how many slots a node may fill (variadic: large)
 
   // The formal parameter a node's input/output slot binds to (variadic last parameter
   // repeats), or nullptr past the end.
@@ -50,6 +52,9 @@ struct NodeSchema {
 // The schema that applies to `node`, or nullopt when the registry has none for its
 // domain/op (custom domains, ops newer than the registry).
 std::optional<NodeSchema> find_onnx_schema(const Node& node);
+
+// True when some ai.onnx opset up to the registry's newest defines `op_type`.
+bool is_onnx_op(const std::string& op_type);
 
 // The newest ai.onnx opset the linked ONNX library knows (17 for 1.12).
 int64_t newest_registry_opset();

@@ -1,5 +1,7 @@
 #include "check/type_check.h"
 
+#include "check/node_structure.h"
+
 #include <set>
 
 #include "octet/error.h"
@@ -130,6 +132,14 @@ CheckReport check_model_types(Graph& graph, const DeclaredTypes& declared, Targe
   CheckReport report;
   const std::vector<InferFailure> failures = infer_tolerant(graph, declared);
   std::set<const Node*> reported;
+  // Unknown ops, repeated or undefined attributes, extra inputs/outputs: what every
+  // command warns about on load is a problem here.
+  for (const NodeIssue& issue : check_node_structure(graph)) {
+    TypeProblem p = problem_at(*issue.node, "structure");
+    p.rule = issue.rule;
+    p.fix = issue.fix;
+    report.problems.push_back(std::move(p));
+  }
   bool newer_note = false;
   for (Node* node : graph.nodes()) {
     ++report.nodes_checked;

@@ -1,5 +1,8 @@
 #include "core/dtype.h"
 
+#include "core/sizes.h"
+#include "octet/error.h"
+
 #include <cstring>
 #include <map>
 
@@ -85,7 +88,11 @@ int dtype_bits(DType t) { return info(t).bits; }
 
 size_t dtype_storage_bytes(DType t, int64_t n) {
   if (n <= 0) return 0;
-  return (static_cast<size_t>(n) * dtype_bits(t) + 7) / 8;
+  auto bytes = try_storage_bytes(t, n);
+  if (!bytes)
+    throw OutOfMemory("out of memory: " + std::to_string(n) + " elements of " + dtype_name(t) +
+                      " would need more than 2^47 bytes (128 TiB), more than a process can address");
+  return static_cast<size_t>(*bytes);
 }
 
 bool dtype_is_float(DType t) {

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/sizes.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -14,7 +16,7 @@ std::shared_ptr<Buffer> Buffer::allocate_uninitialized(size_t bytes) {
     // aligned_alloc wants a size that is a multiple of the alignment.
     size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     b->owned_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
-    if (!b->owned_) fail("out of memory allocating ", bytes, " bytes");
+    if (bytes > kMaxTensorBytes || !b->owned_) throw OutOfMemory::allocating(bytes);
   }
   b->data_ = b->owned_;
   b->size_ = bytes;
@@ -52,11 +54,7 @@ uint8_t* Buffer::mutable_data() {
   return const_cast<uint8_t*>(data_);
 }
 
-int64_t shape_numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t shape_numel(const std::vector<int64_t>& shape) { return checked_numel(shape, "tensor"); }
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {
   std::ostringstream out;

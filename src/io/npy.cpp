@@ -3,6 +3,9 @@
 // trailing commas, Python 2 'L' suffixes) and nothing that could make us misread data.
 #include "io/npy.h"
 
+#include "core/sizes.h"
+#include "io/output_file.h"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -22,7 +25,6 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 // Enough for any real array, small enough that bytes never overflow (16 B/element).
-constexpr int64_t kMaxElements = int64_t{1} << 56;
 
 struct DescrEntry {
   char kind;  // numpy kind character
@@ -250,16 +252,14 @@ NpyHeader parse_npy_prefix(std::string_view bytes, uint64_t file_size, const std
   if (h.fortran_order)
     fail(context, ": fortran_order=True (column-major) arrays are not supported; save a C-order copy, "
          "e.g. np.save(f, np.ascontiguousarray(a))");
-  int64_t numel = 1;
-  for (int64_t d : h.shape) {
-    if (d != 0 && numel > kMaxElements / d) fail(context, ": shape ", shape_to_string(h.shape), " is too large");
-    numel *= d;
-  }
-  const size_t need = dtype_storage_bytes(dtype, numel);
+  // Compared with the data really there, never allocated from: no memory limit here.
+  const std::optional<int64_t> numel = try_numel(h.shape);
+  const std::optional<uint64_t> need = numel ? claimed_storage_bytes(dtype, *numel) : std::nullopt;
+  if (!need) fail(context, ": shape ", shape_to_string(h.shape), " is too large");
   const uint64_t have = file_size - extent.data_start;
-  if (have != need)
-    fail(context, ": ", have < need ? "truncated data" : "unexpected bytes after the data", ": ", have,
-         " bytes of data, but ", h.descr, " with shape ", shape_to_string(h.shape), " needs ", need);
+  if (have != *need)
+    fail(context, ": ", have < *need ? "truncated data" : "unexpected bytes after the data", ": ", have,
+         " bytes of data, but ", h.descr, " with shape ", shape_to_string(h.shape), " needs ", *need);
   return {dtype, std::move(h.shape), extent.data_start};
 }
 
@@ -331,28 +331,6 @@ std::string read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-octet";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path.string(), ": cannot write (", std::strerror(errno), ")");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      fail(path.string(), ": write failed (", std::strerror(errno), ")");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail(path.string(), ": cannot write (", ec.message(), ")");
-  }
-}
-
 }  // namespace io_detail
 
 Tensor read_npy(const std::filesystem::path& path) {
@@ -366,7 +344,7 @@ void write_npy(const std::filesystem::path& path, const Tensor& t) {
   } catch (const Error& e) {
     fail(path.string(), ": ", e.what());
   }
-  io_detail::write_file_atomically(path, bytes);
+  write_file_replacing(path, bytes);
 }
 
 ArrayFileKind sniff_array_file(const std::filesystem::path& path) {

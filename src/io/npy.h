@@ -67,8 +67,6 @@ ArrayFileKind sniff_array_file(const std::filesystem::path& path);
 namespace io_detail {
 // Whole file into memory; errors name the path (missing, a directory, unreadable).
 std::string read_file(const std::filesystem::path& path);
-// Writes `bytes` to a temporary file next to `path`, then renames it over `path`.
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 }  // namespace io_detail
 
 }  // namespace octet

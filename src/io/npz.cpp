@@ -9,6 +9,7 @@
 #include <set>
 
 #include "io/npy.h"
+#include "io/output_file.h"
 
 namespace octet {
 
@@ -271,7 +272,7 @@ void write_npz(const std::filesystem::path& path, const NamedArrays& arrays, con
   put(zip, 0, 2), put(zip, 0, 2);
   put(zip, z64_end ? 0xffff : count, 2), put(zip, z64_end ? 0xffff : count, 2);
   put(zip, z64_end ? kMax32 : cd_size, 4), put(zip, z64_end ? kMax32 : cd_offset, 4), put(zip, 0, 2);
-  io_detail::write_file_atomically(path, zip);
+  write_file_replacing(path, zip);
 }
 
 }  // namespace octet

@@ -43,15 +43,31 @@ const char* op_name(DimAtom::Kind k) {
   }
 }
 
+int64_t mul(int64_t a, int64_t b);
 int64_t floordiv_int(int64_t a, int64_t b) {
+  if (b == -1) return mul(a, -1);  // INT64_MIN / -1 traps (SIGFPE) instead of overflowing
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
+// Dims come from files and tensor data, so their arithmetic is checked: a wrapped
+// product would turn a huge shape into a small (or negative) one.
+[[noreturn]] void overflow() { fail("symbolic shape: a dimension overflows int64"); }
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) overflow();
+  return r;
+}
+int64_t add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) overflow();
+  return r;
+}
+
 int64_t ipow(int64_t base, int exp) {
   int64_t r = 1;
-  for (int i = 0; i < exp; ++i) r *= base;
+  for (int i = 0; i < exp; ++i) r = mul(r, base);
   return r;
 }
 
@@ -70,7 +86,7 @@ struct DimAlgebra {
     for (size_t i = 0; i < keyed.size();) {
       size_t j = i;
       int64_t coef = 0;
-      while (j < keyed.size() && keyed[j].first == keyed[i].first) coef += keyed[j++].second.coef;
+      while (j < keyed.size() && keyed[j].first == keyed[i].first) coef = add(coef, keyed[j++].second.coef);
       if (coef != 0) d.terms_.push_back({keyed[i].second.factors, coef});
       i = j;
     }
@@ -198,7 +214,7 @@ Dim operator+(const Dim& a, const Dim& b) {
 
 Dim Dim::operator-() const {
   std::vector<Term> t = terms_;
-  for (auto& term : t) term.coef = -term.coef;
+  for (auto& term : t) term.coef = mul(term.coef, -1);
   return DimAlgebra::from_terms(std::move(t));
 }
 
@@ -208,7 +224,7 @@ Dim operator*(const Dim& a, const Dim& b) {
   std::vector<Dim::Term> out;
   for (const auto& x : DimAlgebra::terms(a))
     for (const auto& y : DimAlgebra::terms(b))
-      out.push_back({DimAlgebra::multiply_factors(x.factors, y.factors), x.coef * y.coef});
+      out.push_back({DimAlgebra::multiply_factors(x.factors, y.factors), mul(x.coef, y.coef)});
   return DimAlgebra::from_terms(std::move(out));
 }
 
@@ -225,7 +241,7 @@ Dim Dim::floor_div(const Dim& a, const Dim& b) {
 Dim Dim::mod(const Dim& a, const Dim& b) {
   auto ca = a.constant(), cb = b.constant();
   if (cb && *cb == 0) fail("symbolic shape: ", a.to_string(), " mod zero");
-  if (ca && cb) return *ca - floordiv_int(*ca, *cb) * *cb;
+  if (ca && cb) return *ca - mul(floordiv_int(*ca, *cb), *cb);
   if (DimAlgebra::exact_divide(a, b)) return 0;
   return DimAlgebra::make_op(DimAtom::Kind::Mod, a, b);
 }
@@ -340,9 +356,9 @@ std::optional<int64_t> Dim::evaluate(const Bindings& bindings) const {
     for (const auto& f : t.factors) {
       auto a = evaluate_atom(*f.atom, bindings);
       if (!a) return std::nullopt;
-      v *= ipow(*a, f.exponent);
+      v = mul(v, ipow(*a, f.exponent));
     }
-    total += v;
+    total = add(total, v);
   }
   return total;
 }

@@ -1,4 +1,5 @@
 #include "kernels/kernel.h"
+#include "core/sizes.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/ref/ref_families.h"
 
@@ -15,9 +16,7 @@ Tensor& KernelContext::allocate(size_t i, DType dtype, std::vector<int64_t> shap
     outputs_[i] = zero_fill ? Tensor(dtype, std::move(shape)) : Tensor::uninitialized(dtype, std::move(shape));
     return outputs_[i];
   }
-  for (int64_t d : shape)
-    if (d < 0) fail("output ", i, " would have a negative dimension ", shape_to_string(shape));
-  size_t bytes = dtype_storage_bytes(dtype, shape_numel(shape));
+  size_t bytes = checked_tensor_bytes(dtype, shape, node_.describe() + " output " + std::to_string(i));
   outputs_[i] = Tensor(dtype, std::move(shape), allocator_->allocate(i, bytes, zero_fill));
   return outputs_[i];
 }

@@ -139,25 +139,10 @@ std::shared_ptr<Buffer> TensorSource::external_bytes(const onnx::TensorProto& pr
 
 // ---------------------------------------------------------------- writer
 
-fs::path temp_path_for(const fs::path& path) {
-  fs::path t = path;
-  t += ".tmp." + std::to_string(::getpid());
-  return t;
-}
-
 ExternalDataWriter::ExternalDataWriter(fs::path final_path, const std::string& context)
-    : final_path_(std::move(final_path)), temp_path_(temp_path_for(final_path_)), context_(context) {
-  out_.open(temp_path_, std::ios::binary | std::ios::trunc);
-  if (!out_) fail(context_, ": cannot write external data file '", temp_path_.string(), "': ", std::strerror(errno));
-}
+    : final_path_(std::move(final_path)), context_(context), file_(final_path_) {}
 
-ExternalDataWriter::~ExternalDataWriter() {
-  if (!committed_) {
-    out_.close();
-    std::error_code ec;
-    fs::remove(temp_path_, ec);
-  }
-}
+ExternalDataWriter::~ExternalDataWriter() = default;
 
 uint64_t ExternalDataWriter::append(const uint8_t* data, size_t bytes) {
   // Page alignment lets runtimes (ORT included) map large tensors directly; small ones
@@ -165,20 +150,20 @@ uint64_t ExternalDataWriter::append(const uint8_t* data, size_t bytes) {
   const uint64_t align = bytes >= 4096 ? 4096 : 64;
   uint64_t start = (offset_ + align - 1) / align * align;
   static const char zeros[4096] = {};
-  out_.write(zeros, static_cast<std::streamsize>(start - offset_));
-  out_.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!out_) fail(context_, ": writing external data file '", temp_path_.string(), "' failed");
+  std::ofstream& out = file_.stream();
+  out.write(zeros, static_cast<std::streamsize>(start - offset_));
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!out) fail(context_, ": writing external data file '", file_.temp_path().string(), "' failed");
   offset_ = start + bytes;
   return start;
 }
 
 void ExternalDataWriter::commit() {
-  out_.close();
-  if (!out_) fail(context_, ": writing external data file '", temp_path_.string(), "' failed");
-  std::error_code ec;
-  fs::rename(temp_path_, final_path_, ec);
-  if (ec) fail(context_, ": cannot rename '", temp_path_.string(), "' to '", final_path_.string(), "': ", ec.message());
-  committed_ = true;
+  try {
+    file_.commit();
+  } catch (const Error& e) {
+    fail(context_, ": external data file: ", e.what());
+  }
 }
 
 }  // namespace octet::onnx_io

@@ -6,6 +6,8 @@
 // could read any file the user can read.
 #pragma once
 
+#include "io/output_file.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -64,8 +66,9 @@ class TensorSource {
   std::map<std::string, std::shared_ptr<const MappedFile>> files_;
 };
 
-// Appends tensors to one side file. Writes go to a temporary file that commit() renames
-// into place, so a model may be saved over the very file its weights are mapped from.
+// Appends tensors to one side file. Writes go through a ReplacingFile (a temporary file
+// that commit() renames into place), so a model may be saved over the very file its
+// weights are mapped from, and only a regular file is ever replaced.
 class ExternalDataWriter {
  public:
   ExternalDataWriter(std::filesystem::path final_path, const std::string& context);
@@ -77,14 +80,10 @@ class ExternalDataWriter {
   bool empty() const { return offset_ == 0; }
 
  private:
-  std::filesystem::path final_path_, temp_path_;
+  std::filesystem::path final_path_;
   std::string context_;
-  std::ofstream out_;
+  ReplacingFile file_;
   uint64_t offset_ = 0;
-  bool committed_ = false;
 };
-
-// A temporary name next to `path` for write-then-rename.
-std::filesystem::path temp_path_for(const std::filesystem::path& path);
 
 }  // namespace octet::onnx_io

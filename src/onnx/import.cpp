@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "onnx/model_io.h"
+
+#include "check/node_structure.h"
 #include "onnx/proto_convert.h"
 
 namespace octet {
@@ -265,7 +267,11 @@ Model load_impl(std::unique_ptr<onnx::ModelProto> proto, const fs::path& path, c
       const std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
       model.graph->opset_imports[domain] = op.version();
     }
+    for (std::string& w : check::check_model_versions(model.ir_version, model.graph->opset_imports))
+      model.warnings.push_back(std::move(w));
     Importer(model, path).import_graph(*proto->mutable_graph(), options);
+    for (const check::NodeIssue& issue : check::check_node_structure(*model.graph))
+      model.warnings.push_back(issue.text());
   } catch (const Error& e) {
     fail(file, ": ", e.what());
   } catch (const std::bad_alloc&) {

@@ -11,7 +11,9 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
+#include "io/output_file.h"
 #include "octet/error.h"
 #include "onnx/proto_convert.h"
 
@@ -40,6 +42,25 @@ std::string looks_like(int fd) {
   if (starts("\x89HDF", 4)) return "; the file looks like HDF5 (a Keras model?)";
   if (starts("ir_versi", 8) || starts("<\n  ir_v", 8)) return "; the file looks like ONNX text format";
   return "";
+}
+// protobuf's default recursion limit, kept: deeper ONNX files do not occur in practice.
+constexpr int kProtobufDepthLimit = 100;
+// Only to tell "too deep" from "corrupt"; low enough for the parser's stack use.
+constexpr int kProbeDepthLimit = 2000;
+
+bool parse_from_fd(int fd, google::protobuf::Message& message, int depth_limit, int* read_errno) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) {
+    *read_errno = errno;
+    return false;
+  }
+  google::protobuf::io::FileInputStream raw(fd);
+  google::protobuf::io::CodedInputStream coded(&raw);
+  // The default limit is lower on some protobuf builds; the file size was checked above.
+  coded.SetTotalBytesLimit(INT_MAX);
+  coded.SetRecursionLimit(depth_limit);
+  const bool ok = message.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  *read_errno = raw.GetErrno();
+  return ok && *read_errno == 0;
 }
 }  // namespace
 
@@ -76,13 +97,17 @@ void read_proto_file(const fs::path& path, google::protobuf::Message& message, c
     fail(file, ": file is ", st.st_size, " bytes, over protobuf's 2 GiB limit; models this large must keep "
          "their weights in external data files");
 
-  google::protobuf::io::FileInputStream raw(fd);
-  google::protobuf::io::CodedInputStream coded(&raw);
-  // The default limit is lower on some protobuf builds; the file size was checked above.
-  coded.SetTotalBytesLimit(INT_MAX);
-  if (!message.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+  int read_errno = 0;
+  if (!parse_from_fd(fd, message, kProtobufDepthLimit, &read_errno)) {
+    if (read_errno != 0) fail(file, ": read error: ", std::strerror(read_errno));
+    // protobuf fails alike for a truncated file and for messages nested past its
+    // recursion limit; a second parse with a higher limit tells the two apart.
+    std::unique_ptr<google::protobuf::Message> probe(message.New());
+    if (parse_from_fd(fd, *probe, kProbeDepthLimit, &read_errno))
+      fail(file, ": messages are nested deeper than protobuf's limit of ", kProtobufDepthLimit,
+           " levels (subgraphs inside subgraphs?); such a file is refused, not read as ", what);
     fail(file, ": not a valid ", what, " (protobuf parse failed: truncated or not ONNX", looks_like(fd), ")");
-  if (raw.GetErrno() != 0) fail(file, ": read error: ", std::strerror(raw.GetErrno()));
+  }
 }
 
 void write_proto_file(const fs::path& path, const google::protobuf::Message& message,
@@ -92,31 +117,10 @@ void write_proto_file(const fs::path& path, const google::protobuf::Message& mes
   if (size > kMaxProtoBytes)
     fail(file, ": the model would be ", size, " bytes, over protobuf's 2 GiB limit even with its "
          "initializers in external data");
-  fs::path temp = temp_path_for(path);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(file, ": cannot write '", temp.string(), "': ", std::strerror(errno));
-    bool ok = message.SerializeToOstream(&out);
-    out.close();
-    if (!ok || !out) {
-      std::error_code ec;
-      fs::remove(temp, ec);
-      fail(file, ": writing the model failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  try {
-    if (before_rename) before_rename();
-  } catch (...) {
-    fs::remove(temp, ec);
-    throw;
-  }
-  fs::rename(temp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    fail(file, ": cannot replace the file: ", ec.message());
-  }
+  ReplacingFile out(path);
+  if (!message.SerializeToOstream(&out.stream())) fail(file, ": writing the model failed (disk full?)");
+  if (before_rename) before_rename();
+  out.commit();
 }
 
 }  // namespace octet::onnx_io

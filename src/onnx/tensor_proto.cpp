@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "onnx/model_io.h"
+#include "core/sizes.h"
 #include "onnx/proto_convert.h"
 
 namespace octet {
@@ -17,9 +18,6 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace onnx_io {
 namespace {
-
-// Enough for any real tensor, small enough that bytes never overflow size_t (16 B/element).
-constexpr int64_t kMaxElements = int64_t{1} << 56;
 
 struct Layout {
   DType dtype;
@@ -37,12 +35,12 @@ Layout check_layout(const onnx::TensorProto& p, const std::string& context) {
   Layout l{*dtype, {p.dims().begin(), p.dims().end()}, 1, 0, ""};
   for (int64_t d : l.shape)
     if (d < 0) fail(context, " has a negative dimension in its dims ", shape_to_string(l.shape));
-  for (int64_t d : l.shape) {
-    if (d != 0 && l.numel > kMaxElements / d)
-      fail(context, " has dims ", shape_to_string(l.shape), ": too many elements");
-    l.numel *= d;
-  }
-  l.bytes = dtype_storage_bytes(l.dtype, l.numel);
+  // What the dims claim, compared with the data there before anything is allocated.
+  const auto numel = try_numel(l.shape);
+  const auto bytes = numel ? claimed_storage_bytes(l.dtype, *numel) : std::nullopt;
+  if (!bytes) fail(context, " has dims ", shape_to_string(l.shape), ": too many elements");
+  l.numel = *numel;
+  l.bytes = static_cast<size_t>(*bytes);
   l.desc = dtype_name(l.dtype) + shape_to_string(l.shape);
   return l;
 }
@@ -165,12 +163,10 @@ Tensor sparse_to_dense(const onnx::SparseTensorProto& p, TensorSource& source, c
   const int64_t nnz = values.numel();
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
   const int64_t rank = static_cast<int64_t>(dims.size());
-  int64_t numel = 1;
-  for (int64_t d : dims) {
-    if (d < 0 || (d != 0 && numel > kMaxElements / d))
-      fail(context, ": sparse tensor has invalid dims ", shape_to_string(dims));
-    numel *= d;
-  }
+  const auto dense_numel = try_numel(dims);
+  if (!dense_numel || !try_storage_bytes(values.dtype(), *dense_numel))
+    fail(context, ": sparse tensor has invalid dims ", shape_to_string(dims));
+  const int64_t numel = *dense_numel;
   const bool linear = indices.rank() == 1;
   if (indices.dtype() != DType::Int64 || indices.rank() < 1 || indices.shape()[0] != nnz ||
       !(linear || (indices.rank() == 2 && indices.shape()[1] == rank)))

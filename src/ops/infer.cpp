@@ -48,7 +48,14 @@ void infer_node(Node& node, std::vector<std::string>* warnings) {
   for (Value* out : node.outputs())
     if (out) out->known_values.reset();
   InferContext ctx(node, warnings);
-  def->infer(ctx);
+  try {
+    def->infer(ctx);
+  } catch (const Error& e) {
+    // Shape arithmetic (Dim overflow) fails without knowing the node; say which it was.
+    const std::string where = node.describe();
+    if (std::string(e.what()).rfind(where, 0) == 0) throw;
+    fail(where, ": ", e.what());
+  }
 }
 
 InferResult infer_graph(Graph& graph, const DeclaredTypes& declared) {

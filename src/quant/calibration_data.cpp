@@ -241,6 +241,24 @@ NamedTensors CalibrationSource::read_test_data_set(const fs::path& dir) const {
   });
 }
 
+namespace {
+// A NaN or Inf in a sample poisons every range it flows into; said here, the file and
+// input are known, where calibration could only name the tensor it ended up in.
+void check_finite(const Tensor& t, const std::string& what) {
+  if (t.dtype() != DType::Float32) return;
+  const float* p = t.data<float>();
+  int64_t nan = 0, inf = 0, first = -1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (std::isfinite(p[i])) continue;
+    (std::isnan(p[i]) ? nan : inf) += 1;
+    if (first < 0) first = i;
+  }
+  if (first >= 0)
+    fail(what, " holds ", nan, " NaN and ", inf, " infinite value(s) (the first at flat index ", first,
+         "); calibration needs finite inputs");
+}
+}  // namespace
+
 NamedTensors CalibrationSource::conform(NamedTensors given,
                                         const std::function<std::string(const std::string&)>& where) const {
   NamedTensors out;
@@ -256,6 +274,7 @@ NamedTensors CalibrationSource::conform(NamedTensors given,
     const std::string what = where(in.name) + ": input '" + in.name + "'";
     Tensor t = convert_input_dtype(it->second, in.dtype, what);
     if (in.dims) bind_dims(*in.dims, t.shape(), what, bindings);
+    check_finite(t, what);
     out.emplace_back(in.name, std::move(t));
   }
   return out;

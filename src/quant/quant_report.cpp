@@ -61,7 +61,7 @@ Coverage int8_coverage(const Graph& graph, const Bindings& bindings) {
   for (const Node* n : graph.nodes()) {
     auto macs = node_macs(*n);
     if (!macs) continue;
-    auto value = macs->evaluate(bindings);
+    auto value = evaluate_macs(*macs, bindings);
     if (!value || *value == 0) continue;
     c.total_macs += *value;
     if (computes_in_int8(*n)) c.int8_macs += *value;

@@ -160,6 +160,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   const auto progress = [&](const char* label) { return stage_progress(job, label); };
 
   Model model = load_clean(job.model);  // rewritten in place, then written
+  for (const std::string& w : model.warnings) report.notes.push_back("warning: " + w);
   const std::shared_ptr<const Graph> float_graph = shared(load_clean(job.model));
   report.float_file_bytes = model_files(job.model).bytes;
   report.float_weight_bytes = weight_bytes(*float_graph);
@@ -248,7 +249,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     pairs.emplace_back(l.float_output, l.quantized_output->name());
     LayerReport lr{l.node, l.op, kind_name(l.kind), l.float_output, std::nullopt, std::nullopt, std::nullopt};
     if (const Node* n = model.graph->find_value(l.quantized_output->name())->producer())
-      if (auto macs = node_macs(*n)) lr.macs = macs->evaluate(bindings);
+      if (auto macs = node_macs(*n)) lr.macs = evaluate_macs(*macs, bindings);
     if (auto it = input_stats.find(l.node); it != input_stats.end()) lr.input = it->second;
     report.layers.push_back(lr);
   }

@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include "core/sizes.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -15,6 +17,25 @@ std::string op_label(const Node& n) {
   std::ostringstream out;
   out << (n.domain().empty() ? "ai.onnx" : n.domain()) << "::" << n.op_type() << " (opset " << n.opset();
   return out.str();
+}
+
+// Every value whose dims are all known must fit in memory before a kernel prepares for
+// it: oneDNN, handed dims whose products overflow, divides by what is left (SIGFPE).
+void check_static_sizes(const Graph& graph) {
+  for (const Node* n : graph.nodes()) {
+    auto check = [&](const Value* v, const char* role) {
+      if (!v || !v->type.known() || !v->type.dims) return;
+      std::vector<int64_t> shape;
+      for (const Dim& d : *v->type.dims) {
+        auto c = d.constant();
+        if (!c) return;
+        shape.push_back(*c);
+      }
+      checked_tensor_bytes(v->type.dtype, shape, n->describe() + " " + role + " '" + v->name() + "'");
+    };
+    for (const Value* v : n->inputs()) check(v, "input");
+    for (const Value* v : n->outputs()) check(v, "output");
+  }
 }
 
 }  // namespace
@@ -105,13 +126,17 @@ void Session::select_kernels() {
       fail("initializer '", v->name(), "' has no data: a Session released it after packing; create sessions "
            "from the model as loaded, or with SessionOptions::release_packed_weights = false");
 
+  check_static_sizes(*graph_);
+
   std::map<int, size_t> last_reader;
   for (const Node* n : graph_->nodes()) {
     Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}};
     if (options_.kernels == KernelChoice::Optimized) {
       const KernelDef* fast = KernelRegistry::optimized().find_def(n->domain(), n->op_type());
       std::unique_ptr<KernelState> state;
-      if (fast && (!fast->prepare || fast->prepare(*n, state))) {
+      const bool prepared = fast && (!fast->prepare || naming_allocation_failures([&] { return n->describe(); },
+                                                                                 [&] { return fast->prepare(*n, state); }));
+      if (prepared) {
         step.kernel = fast;
         step.optimized = true;
         step.state = std::move(state);

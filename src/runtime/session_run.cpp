@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/sizes.h"
 #include "runtime/session.h"
 
 namespace octet {
@@ -96,7 +97,10 @@ std::shared_ptr<const Session::RunPlan> Session::make_plan(const Bindings& bindi
   std::vector<size_t> lives_slot;
   for (size_t s = 0; s < n; ++s) {
     if (life_first_[s] < 0 || !plan->known_shape[s] || slot_values_[s]->type.dtype == DType::String) continue;
-    size_t bytes = dtype_storage_bytes(slot_values_[s]->type.dtype, shape_numel(plan->shape[s]));
+    const Value* v = slot_values_[s];
+    const Node* producer = v->producer();
+    size_t bytes = checked_tensor_bytes(v->type.dtype, plan->shape[s],
+                                        (producer ? producer->describe() + " output '" : "'") + v->name() + "'");
     lives.push_back({bytes, life_first_[s], life_last_[s]});
     lives_slot.push_back(s);
   }
@@ -158,7 +162,18 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
     if (!given.count(v->name())) fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
 
   std::shared_ptr<const RunPlan> plan = plan_for(bindings);
-  RunAllocator allocator(*plan, arenas_.acquire(plan->arena_size));
+  // The arena holds every planned tensor; when it cannot be had, the largest one says why.
+  const auto arena_label = [&] {
+    size_t largest = 0;
+    for (size_t s = 1; s < plan->arena_bytes.size(); ++s)
+      if (plan->arena_bytes[s] > plan->arena_bytes[largest]) largest = s;
+    const Value* v = slot_values_.empty() ? nullptr : slot_values_[largest];
+    std::string label = "the run's memory (" + std::to_string(plan->arena_size) + " bytes";
+    if (v) label += "; the largest tensor is " + (v->producer() ? v->producer()->describe() + " output " : std::string()) +
+                    "'" + v->name() + "', " + std::to_string(plan->arena_bytes[largest]) + " bytes";
+    return label + ")";
+  };
+  RunAllocator allocator(*plan, naming_allocation_failures(arena_label, [&] { return arenas_.acquire(plan->arena_size); }));
   if (profile && profile->steps.size() != steps_.size()) {
     profile->steps.assign(steps_.size(), {});
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -181,14 +196,15 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
     ctx.set_threads(threads_);
     allocator.begin_step(step);
     ctx.set_allocator(&allocator);
-    step.kernel->run(ctx);
+    naming_allocation_failures([&] { return step.node->describe(); }, [&] { step.kernel->run(ctx); });
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       int slot = step.outputs[i];
       if (slot < 0) continue;
       Tensor& out = ctx.outputs()[i];
       const Value* v = slot_values_[slot];
       if (out.dtype() == DType::Undefined)
-        fail(step.node->describe(), ": kernel produced no output ", i);
+        fail(step.node->describe(), ": produced no output ", i, " ('", v->name(), "'); the op has fewer outputs than "
+             "the node lists, or its kernel does not compute this one");
       if (options_.check_inferred_shapes && v->type.known()) {
         if (v->type.dtype != out.dtype())
           fail("internal error: ", step.node->describe(), " output '", v->name(), "' is ",

@@ -11,6 +11,7 @@
 #include "analysis/model_summary.h"
 #include "bench_report.h"
 #include "cli_common.h"
+#include "io/output_file.h"
 #include "io/npy.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "model_prep.h"
@@ -68,6 +69,7 @@ void check_options(const Options& o) {
   if (o.threads < 0) fail("--threads ", o.threads, ": must not be negative (0 means one per core)");
   if (!o.out.empty() && fs::path(o.out).extension() != ".npz")
     fail("--out ", o.out, ": bench writes one .npz archive; name it FILE.npz");
+  if (!o.out.empty()) check_replaceable(o.out);
 }
 
 // Tokens one run processes: batch * seq when a seq dim is bound (decoders and encoders

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check/node_structure.h"
 #include "check/type_check.h"
 #include "cli_common.h"
 #include "octet/error.h"
@@ -57,7 +58,9 @@ void check_command(const Options& o) {
     std::cerr << "octet: error: " << e.what() << "\n";
     throw ExitStatus{2};
   }
-  const check::CheckReport r = check::check_model_types(*model.graph, model.declared, target);
+  check::CheckReport r = check::check_model_types(*model.graph, model.declared, target);
+  for (std::string& note : check::check_model_versions(model.ir_version, model.graph->opset_imports))
+    r.notes.insert(r.notes.begin(), std::move(note));
   if (o.json) {
     nlohmann::json problems = nlohmann::json::array();
     for (const auto& p : r.problems) problems.push_back(p.to_json());

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "analysis/model_files.h"
+#include "io/output_file.h"
 #include "octet/error.h"
 
 namespace octet::cli {
@@ -33,12 +34,13 @@ void check_output_paths(const std::string& model, const std::filesystem::path& o
   std::error_code ec;
   const fs::path data_file = external_data ? fs::path(out.string() + ".data") : fs::path();
   for (const fs::path& target : {out, data_file}) {
-    if (target.empty() || !fs::exists(target, ec)) continue;
+    if (target.empty()) continue;
+    check_replaceable(target);  // a device, FIFO, link or folder: never, --force or not
+    if (!fs::exists(target, ec)) continue;
     for (const fs::path& in : inputs.all())
       if (fs::equivalent(target, in, ec))
         fail(out.string(), ": writing here would overwrite ", in == inputs.model ? "the input model " : "the input's data file ",
              in.string(), "; write the ", what, " model to another file");
-    if (fs::is_directory(target, ec)) fail(target.string(), ": is a folder; -o names the output .onnx file");
     if (!force) fail(target.string(), ": already exists; use --force to replace it");
   }
 }

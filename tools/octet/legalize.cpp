@@ -62,7 +62,8 @@ void legalize_command(const Options& o) {
   const check::CheckReport after = check::check_model_types(*model.graph, {}, options.target);
   SaveOptions save;
   save.external_data = o.external_data;
-  std::vector<std::string> warnings = save_model(model, out, save);
+  std::vector<std::string> warnings = model.warnings;
+  for (std::string& w : save_model(model, out, save)) warnings.push_back(std::move(w));
 
   if (o.json) {
     nlohmann::json problems = nlohmann::json::array();

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "io/output_file.h"
 #include "text_calibration.h"
 #include "quant/quantize.h"
 #include "quant/target_profile.h"
@@ -122,6 +123,7 @@ void quantize_command(const Options& o) {
   if (o.holdout < 0 || o.holdout >= 1) fail("--holdout must be in [0, 1), got ", o.holdout);
 
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
+  if (!o.report.empty()) check_replaceable(o.report);  // before minutes of calibration, not after
   std::optional<TextSamplesFolder> text_samples;
   if (!o.calib_text.empty()) {
     if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
@@ -160,9 +162,7 @@ void quantize_command(const Options& o) {
   const quant::QuantizeReport report = quant::quantize_model(job);
   const nlohmann::json j = report.to_json();
   if (!o.report.empty()) {
-    std::ofstream f(o.report);
-    if (!f) fail(o.report, ": cannot write the report");
-    f << j.dump(2) << "\n";
+    write_file_replacing(o.report, j.dump(2) + "\n");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
   else std::cout << report.to_text();

@@ -85,8 +85,12 @@ std::string render_run_text(const json& report) {
   out << "model " << report["model"].get<std::string>() << " (" << report["nodes"].get<int64_t>()
       << " nodes): loaded in " << fmt(report["timing_ms"]["load"], "%.1f") << " ms, session ready in "
       << fmt(report["timing_ms"]["session"], "%.1f") << " ms\n";
-  if (!report["warnings"].empty())
-    out << "note: " << report["warnings"].size() << " warning(s) while loading; `octet inspect` lists them\n";
+  // The first few in full (a node named is a node found); inspect lists every one.
+  const json& warnings = report["warnings"];
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < warnings.size() && i < kShown; ++i) out << "warning: " << warnings[i].get<std::string>() << "\n";
+  if (warnings.size() > kShown)
+    out << "note: " << warnings.size() - kShown << " more warning(s) while loading; `octet inspect` lists them\n";
   for (const json& run : report["runs"]) {
     out << "\n" << run["name"].get<std::string>();
     if (!run["bindings"].empty()) {

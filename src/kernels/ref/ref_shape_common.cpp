@@ -1,5 +1,7 @@
 #include "kernels/ref/ref_shape_common.h"
 
+#include "core/sizes.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,12 +18,7 @@ int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank, con
 }
 
 int64_t checked_numel(const KernelContext& ctx, const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) ctx.fail("shape ", shape_to_string(shape), " has a negative dimension");
-    if (__builtin_mul_overflow(n, d, &n)) ctx.fail("shape ", shape_to_string(shape), " has too many elements");
-  }
-  return n;
+  return octet::checked_numel(shape, ctx.node().describe());
 }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
@@ -84,6 +81,7 @@ Tensor scalar_of_dtype(const KernelContext& ctx, DType dtype, double value) {
 
 ElementWriter::ElementWriter(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)), numel_(shape_numel(shape_)), bits_(dtype_bits(dtype)) {
+  checked_tensor_bytes(dtype_, shape_, "output");
   if (dtype_ == DType::String)
     strings_.resize(static_cast<size_t>(numel_));
   else

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/sizes.h"
 #include "kernels/kernel.h"
 #include "passes/pattern.h"
 #include "passes/pipeline.h"
@@ -56,17 +57,15 @@ bool excluded_op(const Node& n, const OptimizeOptions& options) {
 bool known_too_large(const Node& n, size_t max_bytes) {
   for (const Value* out : n.outputs()) {
     if (!out || !out->type.known() || !out->type.dims) continue;
-    int64_t numel = 1;
-    bool all_known = true;
+    std::vector<int64_t> shape;
     for (const Dim& d : *out->type.dims) {
       auto c = d.constant();
-      if (!c) {
-        all_known = false;
-        break;
-      }
-      numel *= *c;
+      if (!c) break;
+      shape.push_back(*c);
     }
-    if (all_known && dtype_storage_bytes(out->type.dtype, numel) > max_bytes) return true;
+    if (shape.size() != out->type.dims->size()) continue;
+    auto bytes = try_tensor_bytes(out->type.dtype, shape);  // nullopt: past any memory
+    if (!bytes || *bytes > max_bytes) return true;
   }
   return false;
 }
@@ -120,7 +119,7 @@ bool run(Graph& g, PassContext& ctx) {
 
     KernelContext kc(*n, std::move(inputs));
     try {
-      kernel(kc);
+      naming_allocation_failures([&] { return n->describe(); }, [&] { kernel(kc); });
     } catch (const Error& e) {
       ctx.warn("not folding " + n->describe() + ": " + e.what());
       continue;

@@ -397,6 +397,28 @@ def table(results):
     return "\n".join(lines)
 
 
+def write_report(args, info, started, data_dir, results, final):
+    info["load_average_end"] = list(os.getloadavg())
+    report = {"note": args.note, "complete": final, "machine": info, "total_seconds": time.time() - started,
+              "settings": {"threads": args.threads, "rounds": args.rounds, "quick": args.quick,
+                           "quant_timeout_s": args.quant_timeout, "variants": args.variants},
+              "data": real_data.describe(data_dir), "results": results}
+    md = (f"# Real models, {info['date']}\n\n{info['cpu']}, {info['cores']} cores, {args.threads} threads, "
+          f"OMP_WAIT_POLICY {info['OMP_WAIT_POLICY']}; load average {info['load_average_start'][0]:.1f} at start, "
+          f"{info['load_average_end'][0]:.1f} at end; commit {info['commit'][:10]}; "
+          f"{', '.join(f'{k} {v}' for k, v in info['versions'].items())}\n\n{args.note}\n" + table(results) + "\n")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+        with open(os.path.splitext(args.json)[0] + ".md", "w") as f:
+            f.write(md)
+        if final:
+            print(f"wrote {args.json} and its .md", file=sys.stderr)
+    return md
+
+
 def main():
     args = parse_args()
     if args.omp_passive:
@@ -425,24 +447,9 @@ def main():
         entry["seconds"] = time.time() - t0
         results.append(entry)
         print(table([entry]), file=sys.stderr, flush=True)
-    info["load_average_end"] = list(os.getloadavg())
-    report = {"note": args.note, "machine": info, "total_seconds": time.time() - started,
-              "settings": {"threads": args.threads, "rounds": args.rounds, "quick": args.quick,
-                           "quant_timeout_s": args.quant_timeout, "variants": args.variants},
-              "data": real_data.describe(data_dir), "results": results}
-    md = (f"# Real models, {info['date']}\n\n{info['cpu']}, {info['cores']} cores, {args.threads} threads; "
-          f"load average {info['load_average_start'][0]:.1f} at start, {info['load_average_end'][0]:.1f} at end; "
-          f"commit {info['commit'][:10]}; {', '.join(f'{k} {v}' for k, v in info['versions'].items())}\n"
-          f"{args.note}\n" + table(results) + "\n")
+        write_report(args, info, started, data_dir, results, final=False)  # a later crash keeps these
+    md = write_report(args, info, started, data_dir, results, final=True)
     print(md)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-            f.write("\n")
-        with open(os.path.splitext(args.json)[0] + ".md", "w") as f:
-            f.write(md)
-        print(f"wrote {args.json} and its .md", file=sys.stderr)
     return 0
 
 

@@ -11,11 +11,14 @@
    permutation or tensor mapping gives gibberish).
 5. Exports a prompt-only decoder (no KV cache): input_ids [batch, sequence] -> logits
    [batch, sequence, 49152], opset 17, dynamic batch and sequence.
+6. With a third argument, also the decoder with KV cache in optimum's naming: inputs input_ids,
+   attention_mask [batch, past + sequence], position_ids, past_key_values.N.key / .value
+   [batch, 3, past, 64]; outputs logits, present.N.key / .value [batch, 3, past + sequence, 64].
 The model is the dequantized Q4_1 weights: the fp32 reference every int8 result is compared to.
 
 Run by /usr/bin/python3 (torch 1.13, transformers 4.36.2, gguf).
 
-    /usr/bin/python3 bench/models/export_smollm2.py OUT.onnx REFERENCE.npz"""
+    /usr/bin/python3 bench/models/export_smollm2.py OUT.onnx REFERENCE.npz [WITH_PAST.onnx]"""
 import os
 import sys
 
@@ -101,6 +104,42 @@ class Logits(torch.nn.Module):
         return self.lm(input_ids=input_ids, use_cache=False).logits
 
 
+class WithPast(torch.nn.Module):
+    def __init__(self, lm, layers):
+        super().__init__()
+        self.lm, self.layers = lm, layers
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        pairs = tuple((past[2 * i], past[2 * i + 1]) for i in range(self.layers))
+        out = self.lm(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                      past_key_values=pairs, use_cache=True)
+        return (out.logits, *[t for kv in out.past_key_values for t in kv])
+
+
+def export_with_past(model, config, path):
+    """Traced with a past of 5 and 3 new tokens; every length is a dynamic axis."""
+    layers, kv, hd = config.num_hidden_layers, config.num_key_value_heads, config.hidden_size // config.num_attention_heads
+    past_len, new = 5, 3
+    past = [torch.randn(1, kv, past_len, hd) for _ in range(2 * layers)]
+    ids = torch.randint(0, config.vocab_size, (1, new))
+    mask = torch.ones(1, past_len + new, dtype=torch.long)
+    pos = torch.arange(past_len, past_len + new).unsqueeze(0)
+    past_names = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+    present_names = [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "total_sequence"},
+            "position_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
+    axes.update({n: {0: "batch", 2: "past_sequence"} for n in past_names})
+    axes.update({n: {0: "batch", 2: "total_sequence"} for n in present_names})
+    with torch.no_grad():
+        tmp = path + ".tmp"
+        torch.onnx.export(WithPast(model, layers), (ids, mask, pos, *past), tmp, opset_version=17,
+                          do_constant_folding=True,
+                          input_names=["input_ids", "attention_mask", "position_ids", *past_names],
+                          output_names=["logits", *present_names], dynamic_axes=axes)
+    os.replace(tmp, path)
+    print(f"{path}: decoder with KV cache")
+
+
 def main():
     out, ref = sys.argv[1:3]
     model, config = load(common.real_models.path("smollm2"))
@@ -124,6 +163,8 @@ def main():
     os.replace(tmp, out)
     np.savez(ref, input_ids=x.numpy(), logits=want, answer=np.array(answer))
     print(f"{out}: {sum(p.numel() for p in model.parameters())} parameters, torch {torch.__version__}")
+    if len(sys.argv) > 3:
+        export_with_past(model, config, sys.argv[3])
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ Exports (files under exports_dir(), see common.py; rebuilt only when the script 
 them is newer than the file):
   minilm_l6  export_minilm_l6.py  all-MiniLM-L6-v2 -> last_hidden_state
   dinov2     export_dinov2.py     the focus model's DINOv2 ViT-S/14 backbone -> last_hidden_state
-  smollm2    export_smollm2.py    SmolLM2-135M-Instruct (dequantized GGUF) -> logits, no KV cache
+  smollm2    export_smollm2.py    SmolLM2-135M-Instruct (dequantized GGUF) -> logits, no KV cache;
+                                  also smollm2_with_past.onnx beside it (KV cache, optimum's names),
+                                  checked: prefill + 4 cached steps = the prompt-only logits
 The torch side runs on /usr/bin/python3 (torch_env.py installs it when missing). Each export
 writes a reference .npz of torch's own output; it is checked here with onnxruntime
 (max |onnx - torch| <= 1e-4 x max |torch|), and the DINOv2 encoder also against the original
@@ -58,6 +60,33 @@ def _focus_backbone_output(pixels):
         [name], {"input_image": pixels})[0]
 
 
+def with_past_path():
+    """SmolLM2's decoder with KV cache (optimum's names), written beside the prompt-only one."""
+    return os.path.join(common.exports_dir("smollm2"), "smollm2_with_past.onnx")
+
+
+def _check_with_past(path, ids, want, new=4):
+    """Prefill with an empty cache, then `new` tokens on the returned cache: both must give the
+    prompt-only logits."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    past = [i.name for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
+    total, split = ids.shape[1], ids.shape[1] - new
+    feeds = {"input_ids": ids[:, :split], "attention_mask": np.ones((1, split), np.int64),
+             "position_ids": np.arange(split)[None]}
+    feeds.update({n: np.zeros((1, 3, 0, 64), np.float32) for n in past})
+    first = sess.run(None, feeds)
+    feeds = {"input_ids": ids[:, split:], "attention_mask": np.ones((1, total), np.int64),
+             "position_ids": np.arange(split, total)[None], **dict(zip(past, first[1:]))}
+    second = sess.run(None, feeds)
+    got = np.concatenate([first[0], second[0]], axis=1)
+    err = float(np.abs(got - want).max() / np.abs(want).max())
+    if err > REL_TOL:
+        raise RuntimeError(f"{path}: prefill + cached decoding differ from the prompt-only logits by {err:.2e}")
+    return err
+
+
 def ensure(name):
     """The export's path, building and checking it first when missing or stale."""
     if name in FOREIGN:
@@ -73,6 +102,8 @@ def ensure(name):
     if name == "dinov2":
         data = real_data.ensure()
         args.append(os.path.join(data, "calib", "vit", "sample_000.npz"))
+    if name == "smollm2":
+        args.append(with_past_path())
     print(f"exports: {name}: {' '.join(args[1:])}", file=sys.stderr)
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -86,6 +117,8 @@ def ensure(name):
                 out, feeds, _focus_backbone_output(z["pixel_values"]), "the focus ONNX's backbone output")
         if "answer" in z.files:
             checks["greedy_answer"] = str(z["answer"])
+        if name == "smollm2":
+            checks["with_past_rel_error"] = _check_with_past(with_past_path(), z["input_ids"], want)
     import onnx
 
     m = onnx.load(out)

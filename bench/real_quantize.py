@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One quantizer recipe in a process of its own, timed, for bench/real_models.py:
+"""One quantizer recipe in a process of its own, timed, for bench/compare_real.py:
 
   python3 bench/real_quantize.py RECIPE FP32.onnx OUT CALIB_DIR --config JSON [--octet PATH]
 

@@ -2,9 +2,9 @@
 """Real pretrained models, every quantizer, every engine: accuracy, speed and quantization cost
 in ONE run (issue 14), on real data split into calibration and held-out evaluation sets.
 
-  python3 bench/real_models.py                                  # all models
-  python3 bench/real_models.py --models minilm_l6,dinov2 --json bench/results/X.json
-  python3 bench/real_models.py --quick --models minilm_l3       # smoke run (minutes)
+  python3 bench/compare_real.py                                  # all models
+  python3 bench/compare_real.py --models minilm_l6,dinov2 --json bench/results/X.json
+  python3 bench/compare_real.py --quick --models minilm_l3       # smoke run (minutes)
 
 Prepares what it needs, idempotently (bench/models/): the torch exports (minilm_l6, dinov2,
 smollm2; torch on /usr/bin/python3 is installed when missing), the data (real_data.py).
@@ -438,7 +438,7 @@ def check_requirements():
 
     missing = [pkg for mod, pkg in REQUIRED.items() if importlib.util.find_spec(mod) is None]
     if missing:
-        sys.exit(f"real_models.py: missing {', '.join(missing)}: pip install -r bench/requirements-real.txt")
+        sys.exit(f"compare_real.py: missing {', '.join(missing)}: pip install -r bench/requirements-real.txt")
 
 
 def main():

@@ -110,22 +110,7 @@ quant::QuantizeJob make_job(const std::string& model_path, const std::string& ou
   job.sqnr_samples = o.sqnr_samples;
   job.calib_samples = o.max_samples;
   job.save.external_data = o.external_data;
-  // As `octet quantize` on main: static mode smooths with auto unless told "off" (auto only
-  // smooths where that lowers the layers' quantized error).
-  const std::string smoothing = o.smoothquant.empty() && q.mode == quant::Mode::Static ? "auto" : o.smoothquant;
-  if (!smoothing.empty() && smoothing != "off") {
-    quant::SmoothingRequest r;
-    if (smoothing != "auto") {
-      char* end = nullptr;
-      const double a = std::strtod(smoothing.c_str(), &end);
-      if (end == smoothing.c_str() || *end || !(a >= 0 && a <= 1))
-        fail("smoothquant must be 'auto', 'off' or an alpha in [0, 1], got '", smoothing, "'");
-      r.alpha = a;
-    }
-    if (!(o.smoothquant_min_outlier >= 0)) fail("smoothquant_min_outlier must be >= 0, got ", o.smoothquant_min_outlier);
-    r.min_outlier_ratio = o.smoothquant_min_outlier;
-    job.smoothing = r;
-  }
+  job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smoothquant_min_outlier);
   job.explain = o.explain;
   if (o.max_drop) {
     if (!(*o.max_drop >= 0)) fail("max_drop must be >= 0, got ", *o.max_drop);

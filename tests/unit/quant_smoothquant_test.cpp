@@ -72,6 +72,21 @@ std::shared_ptr<Graph> layer_norm_graph(bool residual) {
   return b.done();
 }
 
+TEST(ParseSmoothing, StaticModeDefaultsToAutoAndEverySpellingIsChecked) {
+  auto defaulted = parse_smoothing("", Mode::Static, 4);
+  ASSERT_TRUE(defaulted.has_value());
+  EXPECT_FALSE(defaulted->alpha.has_value());  // auto
+  EXPECT_EQ(defaulted->min_outlier_ratio, 4);
+  EXPECT_FALSE(parse_smoothing("", Mode::Dynamic, 4).has_value());
+  EXPECT_FALSE(parse_smoothing("off", Mode::Static, 4).has_value());
+  auto fixed = parse_smoothing("0.5", Mode::Dynamic, 0);
+  ASSERT_TRUE(fixed && fixed->alpha);
+  EXPECT_EQ(*fixed->alpha, 0.5);
+  for (const char* bad : {"1.5", "-0.1", "half", "0.5x", "nan"})
+    EXPECT_THROW(parse_smoothing(bad, Mode::Static, 4), Error) << bad;
+  EXPECT_THROW(parse_smoothing("auto", Mode::Static, -1), Error);
+}
+
 TEST(ChannelStats, PerChannelMinMaxAbsMaxAndOutlierRatio) {
   ChannelStatsObserver o("t", 3, 2);
   o.observe(Tensor::from_vector<float>({2, 3}, {1, -2, 0.5f, -4, 1, NAN}));

@@ -138,23 +138,7 @@ void quantize_command(const Options& o) {
   job.dims = parse_dim_bindings(o.dims);
   job.save.external_data = o.external_data;
   job.progress = !o.quiet;
-  // Static mode smooths by default: auto only smooths an activation where that lowers its
-  // layers' quantized output error, and on real encoders it is most of the gap to fp32
-  // (paraphrase-MiniLM-L3, held-out text: embedding cosine 0.9968 -> 0.9987).
-  const std::string smoothing = o.smoothquant.empty() && q.mode == quant::Mode::Static ? "auto" : o.smoothquant;
-  if (!smoothing.empty() && smoothing != "off") {
-    quant::SmoothingRequest r;
-    if (smoothing != "auto") {
-      char* end = nullptr;
-      const double a = std::strtod(smoothing.c_str(), &end);
-      if (end == smoothing.c_str() || *end || !(a >= 0 && a <= 1))
-        fail("--smoothquant must be a number in [0, 1], 'auto' or 'off', got '", smoothing, "'");
-      r.alpha = a;
-    }
-    if (!(o.smooth_min_outlier >= 0)) fail("--smooth-min-outlier must be >= 0, got ", o.smooth_min_outlier);
-    r.min_outlier_ratio = o.smooth_min_outlier;
-    job.smoothing = r;
-  }
+  job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smooth_min_outlier);
   job.explain = o.explain;
   if (o.max_drop >= 0) job.max_drop = o.max_drop;
   job.metric = quant::parse_metric(o.metric);

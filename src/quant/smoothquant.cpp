@@ -185,7 +185,8 @@ double smoothing_error(const Graph& graph, const SmoothGroup& group, const Chann
   return error;
 }
 
-std::optional<SmoothingRequest> parse_smoothing(const std::string& setting, Mode mode, double min_outlier_ratio) {
+std::optional<SmoothingRequest> parse_smoothing(const std::string& setting, Mode mode, double min_outlier_ratio,
+                                                const std::string& option_name) {
   const std::string chosen = setting.empty() && mode == Mode::Static ? "auto" : setting;
   if (chosen.empty() || chosen == "off") return std::nullopt;
   SmoothingRequest r;
@@ -193,7 +194,7 @@ std::optional<SmoothingRequest> parse_smoothing(const std::string& setting, Mode
     char* end = nullptr;
     const double a = std::strtod(chosen.c_str(), &end);
     if (end == chosen.c_str() || *end || !(a >= 0 && a <= 1))
-      fail("smoothquant must be 'auto', 'off' or an alpha in [0, 1], got '", chosen, "'");
+      fail(option_name, " must be 'auto', 'off' or an alpha in [0, 1], got '", chosen, "'");
     r.alpha = a;
   }
   if (!(min_outlier_ratio >= 0)) fail("the smoothing outlier ratio must be >= 0, got ", min_outlier_ratio);

@@ -49,8 +49,10 @@ struct SmoothingRequest {
 // static mode, none in dynamic mode). Static mode smooths by default because auto only
 // smooths an activation where that lowers its layers' quantized output error; on the real
 // paraphrase-MiniLM-L3 it took held-out embedding cosine from 0.9968 to 0.9985. Throws
-// octet::Error naming the bad value. One parser for the CLI and the public API.
-std::optional<SmoothingRequest> parse_smoothing(const std::string& setting, Mode mode, double min_outlier_ratio);
+// octet::Error naming the option as the caller spells it (`--smoothquant`, `smoothquant`)
+// and the bad value. One parser for the CLI and the public API.
+std::optional<SmoothingRequest> parse_smoothing(const std::string& setting, Mode mode, double min_outlier_ratio,
+                                                const std::string& option_name = "smoothquant");
 
 // What was decided for one group, and the numbers --explain shows.
 struct SmoothingDecision {

@@ -138,7 +138,7 @@ void quantize_command(const Options& o) {
   job.dims = parse_dim_bindings(o.dims);
   job.save.external_data = o.external_data;
   job.progress = !o.quiet;
-  job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smooth_min_outlier);
+  job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smooth_min_outlier, "--smoothquant");
   job.explain = o.explain;
   if (o.max_drop >= 0) job.max_drop = o.max_drop;
   job.metric = quant::parse_metric(o.metric);

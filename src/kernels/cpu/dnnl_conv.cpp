@@ -44,15 +44,6 @@ void conv_kernel(KernelContext& ctx) {
 
 // ---- session creation ----
 
-// `name` with n entries, each >= `min`; nullopt when malformed (the reference kernel
-// then reports it).
-std::optional<std::vector<int64_t>> ints(const Node& node, const char* name, size_t n, int64_t fallback, int64_t min) {
-  std::vector<int64_t> v = node.attr_ints(name, std::vector<int64_t>(n, fallback));
-  if (v.size() != n) return std::nullopt;
-  for (int64_t e : v)
-    if (e < min) return std::nullopt;
-  return v;
-}
 
 bool prepare_conv(const Node& node, std::unique_ptr<KernelState>& state) {
   const Value* w = node.input(1);
@@ -73,8 +64,8 @@ bool prepare_conv(const Node& node, std::unique_ptr<KernelState>& state) {
   if (spec.group < 1 || spec.filters % spec.group != 0) return false;
   if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != spec.kernel) return false;
   const size_t n = static_cast<size_t>(spec.spatial);
-  auto strides = ints(node, "strides", n, 1, 1), dilations = ints(node, "dilations", n, 1, 1);
-  auto pads = ints(node, "pads", 2 * n, 0, 0);
+  auto strides = conv_attr_ints(node, "strides", n, 1, 1), dilations = conv_attr_ints(node, "dilations", n, 1, 1);
+  auto pads = conv_attr_ints(node, "pads", 2 * n, 0, 0);
   if (!strides || !dilations || !pads) return false;
   spec.strides = *strides;
   spec.dilations = *dilations;
@@ -95,6 +86,14 @@ bool prepare_conv(const Node& node, std::unique_ptr<KernelState>& state) {
 }
 
 }  // namespace
+
+std::optional<std::vector<int64_t>> conv_attr_ints(const Node& node, const char* name, size_t n, int64_t fallback, int64_t min) {
+  std::vector<int64_t> v = node.attr_ints(name, std::vector<int64_t>(n, fallback));
+  if (v.size() != n) return std::nullopt;
+  for (int64_t e : v)
+    if (e < min) return std::nullopt;
+  return v;
+}
 
 dims conv_weight_dims(const ConvSpec& spec) {
   dims d = spec.group > 1 ? dims{spec.group, spec.filters / spec.group, spec.group_channels}

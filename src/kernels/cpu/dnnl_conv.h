@@ -67,6 +67,11 @@ dnnl::memory::dims conv_weight_dims(const ConvSpec& spec);
 // input): the reference kernel then runs and reports what is wrong.
 std::optional<ConvProblem> conv_problem(const ConvSpec& spec, const std::vector<int64_t>& x);
 
+// Conv/ConvTranspose attribute `name` with n entries (default `fallback`), each >= `min`;
+// nullopt when malformed, and the reference kernel then reports it.
+std::optional<std::vector<int64_t>> conv_attr_ints(const Node& node, const char* name, size_t n, int64_t fallback,
+                                                   int64_t min);
+
 class ConvState : public KernelState {
  public:
   // Reorders W (the node's constant input 1) into oneDNN's preferred layout.

@@ -226,14 +226,6 @@ void conv_transpose_kernel(KernelContext& ctx) {
   state.execute(ctx, *p, *entry, out);
 }
 
-std::optional<std::vector<int64_t>> ints(const Node& node, const char* name, size_t n, int64_t fallback, int64_t min) {
-  std::vector<int64_t> v = node.attr_ints(name, std::vector<int64_t>(n, fallback));
-  if (v.size() != n) return std::nullopt;
-  for (int64_t e : v)
-    if (e < min) return std::nullopt;
-  return v;
-}
-
 bool prepare_conv_transpose(const Node& node, std::unique_ptr<KernelState>& state) {
   const Value* x = node.input(0);
   const Value* w = node.input(1);
@@ -253,8 +245,8 @@ bool prepare_conv_transpose(const Node& node, std::unique_ptr<KernelState>& stat
   s.kernel.assign(wt.shape().begin() + 2, wt.shape().end());
   if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != s.kernel) return false;
   const size_t n = static_cast<size_t>(s.spatial);
-  auto strides = ints(node, "strides", n, 1, 1), dilations = ints(node, "dilations", n, 1, 1);
-  auto pads = ints(node, "pads", 2 * n, 0, 0), output_padding = ints(node, "output_padding", n, 0, 0);
+  auto strides = conv_attr_ints(node, "strides", n, 1, 1), dilations = conv_attr_ints(node, "dilations", n, 1, 1);
+  auto pads = conv_attr_ints(node, "pads", 2 * n, 0, 0), output_padding = conv_attr_ints(node, "output_padding", n, 0, 0);
   if (!strides || !dilations || !pads || !output_padding) return false;
   for (size_t i = 0; i < n; ++i)
     if ((*output_padding)[i] >= std::max((*strides)[i], (*dilations)[i])) return false;

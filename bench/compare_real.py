@@ -428,22 +428,9 @@ def write_report(args, info, started, data_dir, results, final):
     return md
 
 
-REQUIRED = {"skimage": "scikit-image", "sklearn": "scikit-learn", "PIL": "pillow", "gguf": "gguf",
-            "tokenizers": "tokenizers"}
-
-
-def check_requirements():
-    """The data and tokenizers need these; OpenVINO/NNCF missing only fails their rows."""
-    import importlib.util
-
-    missing = [pkg for mod, pkg in REQUIRED.items() if importlib.util.find_spec(mod) is None]
-    if missing:
-        sys.exit(f"compare_real.py: missing {', '.join(missing)}: pip install -r bench/requirements-real.txt")
-
-
 def main():
     args = parse_args()
-    check_requirements()
+    common.require_bench_packages("compare_real.py")
     if args.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "passive"  # inherited by every engine and quantizer process
     started = time.time()

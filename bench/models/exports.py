@@ -157,6 +157,7 @@ def describe(name):
 
 
 def main():
+    common.require_bench_packages("exports.py")
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", help=f"default: all of {', '.join([*FOREIGN, *EXPORTS])}")
     p.add_argument("--path", action="store_true")

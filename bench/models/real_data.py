@@ -267,6 +267,7 @@ def describe(out):
 
 
 def main():
+    common.require_bench_packages("real_data.py")
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     a = p.parse_args()

@@ -104,7 +104,8 @@ void run_python(const std::vector<std::string>& args, const std::string& what) {
 std::vector<int64_t> prompt_ids(const Options& o, const TempFolder* scratch) {
   if (!o.prompt.empty() == !o.prompt_ids.empty()) fail("give one of --prompt TEXT or --prompt-ids FILE.npy|1,2,3");
   if (!o.prompt_ids.empty()) {
-    if (!fs::is_regular_file(o.prompt_ids)) return parse_id_list(o.prompt_ids, "--prompt-ids");
+    std::error_code ec;  // a long id list is no file name: no exception for its length
+    if (!fs::is_regular_file(o.prompt_ids, ec)) return parse_id_list(o.prompt_ids, "--prompt-ids");
     const ::octet::Tensor t = read_npy(o.prompt_ids);
     if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
       fail(o.prompt_ids, ": token ids must be int64 or int32, got ", t.describe());

@@ -13,6 +13,7 @@ import numpy as np
 import onnxruntime as ort
 
 from harness import Tally, parse_args, run_octet
+from ort_generate import greedy_with_past
 
 args = parse_args()
 FIXTURES = os.path.join(args.source_dir, "tests/models/fixtures")
@@ -29,37 +30,6 @@ def ort_session(model):
     return ort.InferenceSession(os.path.join(FIXTURES, model), so, providers=["CPUExecutionProvider"])
 
 
-def penalize(logits, seen, penalty):
-    """transformers' RepetitionPenaltyLogitsProcessor."""
-    logits = logits.copy()
-    for token in set(seen):
-        logits[token] = logits[token] * penalty if logits[token] < 0 else logits[token] / penalty
-    return logits
-
-
-def ort_greedy(session, prompt, new_tokens, penalty=1.0):
-    """The greedy loop over the with-past file, as optimum's ORTModelForCausalLM runs it."""
-    inputs = {i.name: i for i in session.get_inputs()}
-    outputs = [o.name for o in session.get_outputs()]
-    past = {n: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for n, i in inputs.items()
-            if n.startswith("past_key_values.")}
-    tokens, cached, out, first_logits = list(prompt), 0, [], None
-    for _ in range(new_tokens):
-        feed = {"input_ids": np.array([tokens], np.int64),
-                "attention_mask": np.ones((1, cached + len(tokens)), np.int64),
-                "position_ids": np.arange(cached, cached + len(tokens), dtype=np.int64)[None], **past}
-        result = dict(zip(outputs, session.run(None, {k: v for k, v in feed.items() if k in inputs})))
-        logits = result["logits"][0, -1]
-        if first_logits is None:
-            first_logits = logits
-        token = int(np.argmax(penalize(logits, list(prompt) + out, penalty)))
-        past = {"past_key_values." + n[len("present."):]: v for n, v in result.items() if n.startswith("present.")}
-        cached += len(tokens)
-        tokens = [token]
-        out.append(token)
-    return out, first_logits
-
-
 def generate(model, ids, *extra):
     code, out, err = run_octet(args.octet, "generate", os.path.join(FIXTURES, model), "--prompt-ids",
                                ",".join(map(str, ids)), "--json", "--threads", "1", *extra)
@@ -74,7 +44,7 @@ def check_greedy_equals_onnxruntime_and_transformers(model):
     n, penalty = REFS["new_tokens"], REFS["repetition_penalty"]
     for case in cases:
         for key, p in (("new", 1.0), ("new_penalized", penalty)):
-            expected_ort, logits = ort_greedy(session, case["prompt"], n, p)
+            expected_ort, logits = greedy_with_past(session, case["prompt"], n, p)
             # The file holds the weights the references were made with.
             np.testing.assert_allclose(logits, case["prompt_last_logits"], atol=1e-4, rtol=1e-4)
             got = generate(model, case["prompt"], "--max-new-tokens", str(n), "--repetition-penalty", str(p))

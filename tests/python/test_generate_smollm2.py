@@ -16,6 +16,7 @@ import numpy as np
 import onnxruntime as ort
 
 from harness import Tally, parse_args, run_octet
+from ort_generate import greedy_with_past
 
 args = parse_args()
 sys.path.insert(0, os.path.join(args.source_dir, "tests", "models"))
@@ -39,22 +40,8 @@ def tokenizer():
 def ort_greedy(prompt, new_tokens):
     so = ort.SessionOptions()
     so.intra_op_num_threads = 2
-    s = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"])
-    inputs = {i.name: i for i in s.get_inputs()}
-    outputs = [o.name for o in s.get_outputs()]
-    past = {n: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for n, i in inputs.items()
-            if n.startswith("past_key_values.")}
-    tokens, cached, out = list(prompt), 0, []
-    for _ in range(new_tokens):
-        feed = {"input_ids": np.array([tokens], np.int64), "attention_mask": np.ones((1, cached + len(tokens)), np.int64),
-                "position_ids": np.arange(cached, cached + len(tokens), dtype=np.int64)[None], **past}
-        r = dict(zip(outputs, s.run(None, {k: v for k, v in feed.items() if k in inputs})))
-        token = int(np.argmax(r["logits"][0, -1]))
-        past = {"past_key_values." + n[len("present."):]: v for n, v in r.items() if n.startswith("present.")}
-        cached += len(tokens)
-        tokens = [token]
-        out.append(token)
-    return out
+    return greedy_with_past(ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"]), prompt,
+                            new_tokens)[0]
 
 
 def octet_greedy(prompt, new_tokens):

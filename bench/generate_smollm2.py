@@ -102,7 +102,7 @@ def main():
             order.reverse()
         for name, cmd in order:
             results[name].append(run_json(cmd))
-            print(name, {k: round(v, 2) for k, v in results[name][-1].items() if k != "ids"}, flush=True)
+            print(name, {k: round(v, 2) for k, v in results[name][-1].items() if isinstance(v, float)}, flush=True)
     load.append(os.getloadavg())
     same = all(o["ids"] == results["onnxruntime"][0]["ids"] for o in results["octet"])
     summary = {"model": a.model, "threads": a.threads, "prompt_tokens": a.prompt_tokens, "new_tokens": a.new_tokens,

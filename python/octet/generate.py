@@ -113,7 +113,8 @@ class _Base:
 
         Greedy unless do_sample; temperature, top_k, top_p and repetition_penalty follow
         transformers' definitions. `stop`: token ids (or single-token strings) that end
-        generation; by default the model's eos_token_id from its config.json. `stream`:
+        generation; by default (None) the model's eos_token_id from its config.json; [] stops
+        only at max_new_tokens. `stream`:
         a callable called as stream(StreamChunk) for each token (return False to stop), or
         True to get an iterator of StreamChunk instead of the result (its .result is set
         when it is exhausted). Returns a GenerationResult.
@@ -121,7 +122,7 @@ class _Base:
         ids = self.encode(prompt) if isinstance(prompt, str) else [int(i) for i in prompt]
         kwargs = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
                       top_p=top_p, repetition_penalty=repetition_penalty, seed=seed, stop_token_ids=self._stop_ids(stop),
-                      **beam)
+                      use_model_stop_tokens=stop is None, **beam)
         if stream is True:
             return _Stream(self, ids, kwargs)
         detok = _Detokenizer(self.tokenizer)

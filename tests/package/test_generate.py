@@ -92,3 +92,17 @@ def test_cli_text_through_the_package(byte_tokenizer, tmp_path):
     want = octet.Generator(LLAMA, tokenizer=byte_tokenizer, threads=1).generate("Hello octet", max_new_tokens=6)
     assert got["ids"] == want.ids and got["text"] == want.text and got["prompt_tokens"] == len(want.prompt_ids)
     assert list(tmp_path.iterdir()) == []  # the scratch folder is gone
+
+
+def test_model_folder_config_eos(tmp_path):
+    """A folder with model.onnx and a config.json: its eos_token_id stops generation unless stop=[]."""
+    import shutil
+    case = REFS["models"]["llama_gen_with_past.onnx"][2]
+    eos = case["new"][5]
+    shutil.copy(LLAMA, tmp_path / "model.onnx")
+    (tmp_path / "config.json").write_text(json.dumps({"eos_token_id": [eos, 9999]}))
+    gen = octet.Generator(str(tmp_path), threads=1)
+    assert gen.eos_token_ids == [eos, 9999]
+    r = gen.generate(case["prompt"], max_new_tokens=REFS["new_tokens"])
+    assert r.ids == case["new"][:case["new"].index(eos) + 1] and r.stop_reason == "stop_token"
+    assert gen.generate(case["prompt"], max_new_tokens=REFS["new_tokens"], stop=[]).ids == case["new"]

@@ -90,6 +90,10 @@ class Seq2SeqGenerator {
   // tokens through on_token; its result is the best beam.
   GenerationResult generate(const std::vector<int64_t>& source, const GenerationOptions& options = {},
                             const TokenCallback& on_token = {});
+  // The same from the encoder's own inputs (batch 1), e.g. Whisper's log-mel
+  // {"input_features", float32[1, 80, frames]}.
+  GenerationResult generate(const NamedTensors& encoder_inputs, const GenerationOptions& options = {},
+                            const TokenCallback& on_token = {});
 
   std::vector<int64_t> eos_token_ids() const;
   // What the decoder starts from (config's decoder_start_token_id); settable for models

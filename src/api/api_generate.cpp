@@ -163,22 +163,43 @@ Seq2SeqGenerator::Seq2SeqGenerator(const std::string& folder, const SessionOptio
   });
 }
 
+namespace {
+
+generate::Seq2SeqConfig seq2seq_config(const GenerationOptions& options, const std::vector<int64_t>& eos,
+                                       const std::vector<int64_t>& start) {
+  generate::Seq2SeqConfig c;
+  c.generation = generation_config(options, eos);
+  c.decoder_start_ids = start;
+  if (c.decoder_start_ids.empty())
+    fail("no decoder start token: the folder's config.json has no decoder_start_token_id (set_decoder_start_ids)");
+  c.num_beams = options.num_beams;
+  c.length_penalty = options.length_penalty;
+  if (options.early_stopping == "false") c.early_stopping = generate::EarlyStopping::Heuristic;
+  else if (options.early_stopping == "true") c.early_stopping = generate::EarlyStopping::Always;
+  else if (options.early_stopping == "never") c.early_stopping = generate::EarlyStopping::Never;
+  else fail("early_stopping must be \"false\", \"true\" or \"never\", got \"", options.early_stopping, "\"");
+  return c;
+}
+
+}  // namespace
+
 GenerationResult Seq2SeqGenerator::generate(const std::vector<int64_t>& source, const GenerationOptions& options,
                                             const TokenCallback& on_token) {
   return api::guarded(impl_->name, [&] {
-    generate::Seq2SeqConfig c;
-    c.generation = generation_config(options, impl_->eos);
-    c.decoder_start_ids = impl_->start;
-    if (c.decoder_start_ids.empty())
-      fail("no decoder start token: the folder's config.json has no decoder_start_token_id (set_decoder_start_ids)");
-    c.num_beams = options.num_beams;
-    c.length_penalty = options.length_penalty;
-    if (options.early_stopping == "false") c.early_stopping = generate::EarlyStopping::Heuristic;
-    else if (options.early_stopping == "true") c.early_stopping = generate::EarlyStopping::Always;
-    else if (options.early_stopping == "never") c.early_stopping = generate::EarlyStopping::Never;
-    else fail("early_stopping must be \"false\", \"true\" or \"never\", got \"", options.early_stopping, "\"");
-    return to_public(
-        generate::generate_seq2seq(*impl_->encoder, *impl_->decoder, source, c, internal_callback(on_token)));
+    return to_public(generate::generate_seq2seq(*impl_->encoder, *impl_->decoder, source,
+                                                seq2seq_config(options, impl_->eos, impl_->start),
+                                                internal_callback(on_token)));
+  });
+}
+
+GenerationResult Seq2SeqGenerator::generate(const NamedTensors& encoder_inputs, const GenerationOptions& options,
+                                            const TokenCallback& on_token) {
+  return api::guarded(impl_->name, [&] {
+    ::octet::NamedTensors in;
+    for (const auto& [name, tensor] : encoder_inputs) in.emplace_back(name, api::unwrap(tensor, name));
+    return to_public(generate::generate_seq2seq(*impl_->encoder, *impl_->decoder, in,
+                                                seq2seq_config(options, impl_->eos, impl_->start),
+                                                internal_callback(on_token)));
   });
 }
 

@@ -15,12 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-bool takes_input(const Session& s, const std::string& name) {
-  for (const Value* v : s.required_inputs())
-    if (v->name() == name) return true;
-  return false;
-}
-
 Tensor ones_like_ids(int64_t rows, int64_t n) {
   return Tensor::from_vector<int64_t>({rows, n}, std::vector<int64_t>(static_cast<size_t>(rows * n), 1));
 }
@@ -36,21 +30,30 @@ Tensor repeat_rows(const Tensor& t, int64_t rows) {
   return out;
 }
 
-// The encoder once; what every decoder step reads from it, for `rows` decoder rows.
-NamedTensors run_encoder(const Session& encoder, const Session* decoder_hint, const std::vector<int64_t>& source,
-                         int64_t rows) {
+// The encoder's inputs for source ids: input_ids and, when it takes one, attention_mask.
+NamedTensors ids_inputs(const Session& encoder, const std::vector<int64_t>& source) {
+  if (source.empty()) fail("the source is empty: the encoder needs at least one token");
   const int64_t n = static_cast<int64_t>(source.size());
   NamedTensors in;
   for (const Value* v : encoder.required_inputs()) {
     if (v->name() == "input_ids") in.emplace_back(v->name(), Tensor::from_vector<int64_t>({1, n}, source));
     else if (v->name() == "attention_mask") in.emplace_back(v->name(), ones_like_ids(1, n));
-    else fail("the encoder's input '", v->name(), "' is none that seq2seq generation fills (input_ids, attention_mask)");
+    else
+      fail("the encoder's input '", v->name(), "' is none that generation from token ids fills (input_ids, "
+           "attention_mask): give the encoder's inputs themselves");
   }
+  return in;
+}
+
+// The encoder once; what every decoder step reads from it, for `rows` decoder rows.
+NamedTensors run_encoder(const Session& encoder, const NamedTensors& in, int64_t rows) {
   NamedTensors out = encoder.run(in);
   if (out.empty()) fail("the encoder has no output");
-  (void)decoder_hint;
-  return {{"encoder_hidden_states", repeat_rows(out.front().second, rows)},
-          {"encoder_attention_mask", ones_like_ids(rows, n)}};
+  const Tensor& hidden = out.front().second;
+  if (hidden.rank() != 3 || hidden.shape()[0] != 1)
+    fail("the encoder's output '", out.front().first, "' is ", hidden.describe(), "; expected [1, length, hidden]");
+  return {{"encoder_hidden_states", repeat_rows(hidden, rows)},
+          {"encoder_attention_mask", ones_like_ids(rows, hidden.shape()[1])}};
 }
 
 GenerationOutput beam_search(DecoderRunner& decoder, NamedTensors encoder_states, const Seq2SeqConfig& config) {
@@ -149,14 +152,18 @@ GenerationOutput beam_search(DecoderRunner& decoder, NamedTensors encoder_states
 
 GenerationOutput generate_seq2seq(const Session& encoder, DecoderRunner& decoder, const std::vector<int64_t>& source,
                                   const Seq2SeqConfig& config, const TokenCallback& on_token) {
+  return generate_seq2seq(encoder, decoder, ids_inputs(encoder, source), config, on_token);
+}
+
+GenerationOutput generate_seq2seq(const Session& encoder, DecoderRunner& decoder, const NamedTensors& encoder_inputs,
+                                  const Seq2SeqConfig& config, const TokenCallback& on_token) {
   check_generation_config(config.generation);
-  if (source.empty()) fail("the source is empty: the encoder needs at least one token");
   if (config.decoder_start_ids.empty()) fail("seq2seq generation needs the decoder start token id(s)");
   if (config.num_beams < 1) fail("num_beams must be >= 1, got ", config.num_beams);
   if (config.num_beams > 1 && config.generation.sampling.do_sample)
     fail("beam search with sampling is not supported: use num_beams=1 to sample");
   const Clock::time_point start = Clock::now();
-  NamedTensors states = run_encoder(encoder, nullptr, source, config.num_beams);
+  NamedTensors states = run_encoder(encoder, encoder_inputs, config.num_beams);
   const double encoder_ms = ms_since(start);
   GenerationOutput out;
   if (config.num_beams > 1) {

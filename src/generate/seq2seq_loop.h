@@ -34,4 +34,10 @@ struct Seq2SeqConfig {
 GenerationOutput generate_seq2seq(const Session& encoder, DecoderRunner& decoder, const std::vector<int64_t>& source,
                                   const Seq2SeqConfig& config, const TokenCallback& on_token = {});
 
+// The same with the encoder's inputs given as they are (batch 1), e.g. Whisper's log-mel
+// input_features [1, 80, frames]. encoder_attention_mask, when the decoder takes one, is ones
+// over the encoder output's length.
+GenerationOutput generate_seq2seq(const Session& encoder, DecoderRunner& decoder, const NamedTensors& encoder_inputs,
+                                  const Seq2SeqConfig& config, const TokenCallback& on_token = {});
+
 }  // namespace octet::generate

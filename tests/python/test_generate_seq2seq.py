@@ -1,13 +1,14 @@
-"""`octet generate` on the encoder-decoder fixtures of tests/models/fixtures/seq2seq (MarianMT and
-T5 shapes with random weights, exported by optimum 1.16 as encoder_model.onnx + decoder_model.onnx
+"""`octet generate` on the encoder-decoder fixtures of tests/models/fixtures/seq2seq (MarianMT,
+T5 and Whisper shapes with random weights, exported by optimum 1.16 as encoder_model.onnx + decoder_model.onnx
 + decoder_with_past_model.onnx; tests/models/export_seq2seq_fixtures.py): greedy tokens equal
 onnxruntime's greedy loop over the same three files and the torch greedy loop stored in
-reference.npz; beam search (3 beams) equals transformers' generate(num_beams=3) stored there, and
+reference.npz (Whisper: from log-mel input_features); beam search (3 beams) equals transformers' generate(num_beams=3) stored there, and
 a beam search written here after transformers' beam_search / BeamSearchScorer driving
 onnxruntime on the same files.
 Skips (passes, saying so) when the fixtures are not in the tree."""
 import json
 import os
+import tempfile
 
 import numpy as np
 import onnxruntime as ort
@@ -18,20 +19,21 @@ args = parse_args()
 ROOT = os.environ.get("OCTET_SEQ2SEQ_FIXTURES", os.path.join(args.source_dir, "tests/models/fixtures/seq2seq"))
 NAMES = ["marian", "t5"]
 t = Tally("generate_seq2seq")
+TMP = tempfile.TemporaryDirectory(prefix="octet_generate_seq2seq_")
 
 
 class OrtSeq2Seq:
     """optimum's ORTModelForSeq2SeqLM: the encoder once, decoder_model for the first step,
     decoder_with_past_model after it (cross-attention keys/values from the first step)."""
 
-    def __init__(self, folder, ids, rows):
+    def __init__(self, folder, encoder_inputs, rows):
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1
         load = lambda f: ort.InferenceSession(os.path.join(folder, f), so, providers=["CPUExecutionProvider"])
         enc = load("encoder_model.onnx")
         self.first, self.with_past = load("decoder_model.onnx"), load("decoder_with_past_model.onnx")
-        mask = np.ones_like(ids)
-        (hidden,) = enc.run(None, {"input_ids": ids, "attention_mask": mask})
+        (hidden,) = enc.run(None, encoder_inputs)
+        mask = np.ones(hidden.shape[:2], np.int64)
         self.hidden, self.mask = np.repeat(hidden, rows, 0), np.repeat(mask, rows, 0)
         self.cache = {}
 
@@ -51,8 +53,12 @@ class OrtSeq2Seq:
         self.cache = {k: v[rows] for k, v in self.cache.items()}
 
 
-def ort_greedy(folder, ids, start, new_tokens):
-    model, tokens, out = OrtSeq2Seq(folder, ids, 1), [[start]], []
+def id_inputs(ids):
+    return {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+
+
+def ort_greedy(folder, encoder_inputs, start, new_tokens):
+    model, tokens, out = OrtSeq2Seq(folder, encoder_inputs, 1), [[start]], []
     for _ in range(new_tokens):
         token = int(np.argmax(model.step(tokens)[0]))
         tokens = [[token]]
@@ -67,7 +73,7 @@ def log_softmax(x):
 
 def ort_beam_search(folder, ids, start, eos, beams, new_tokens, length_penalty=1.0):
     """transformers 4.36's beam_search + BeamSearchScorer (batch 1, early_stopping=False)."""
-    model = OrtSeq2Seq(folder, ids, beams)
+    model = OrtSeq2Seq(folder, id_inputs(ids), beams)
     seqs, scores = [[start] for _ in range(beams)], np.array([0.0] + [-1e9] * (beams - 1))
     finished, worst, max_length = [], 1e9, 1 + new_tokens
     tokens = [[start]] * beams
@@ -132,7 +138,7 @@ def check_greedy(name):
     torch_greedy = ref["greedy_tokens"][0].tolist()
     assert torch_greedy[0] == config["decoder_start_token_id"]
     n = len(torch_greedy) - 1
-    expected = ort_greedy(folder, ids, torch_greedy[0], n)
+    expected = ort_greedy(folder, id_inputs(ids), torch_greedy[0], n)
     got = generate(folder, ids[0].tolist(), "--max-new-tokens", str(n), "--ignore-eos")
     assert got["ids"] == expected, f"octet {got['ids']} vs onnxruntime {expected}"
     assert got["ids"] == torch_greedy[1:], f"octet {got['ids']} vs torch {torch_greedy[1:]}"
@@ -150,10 +156,28 @@ def check_beam_search(name):
     assert got["ids"] == by_ort, f"octet {got['ids']} vs onnxruntime {by_ort}"
 
 
+def check_whisper_features():
+    """Whisper: log-mel input_features into the encoder (--encoder-input), no token prompt."""
+    folder = os.path.join(ROOT, "whisper")
+    ref = np.load(os.path.join(folder, "reference.npz"))
+    features = os.path.join(TMP.name, "features.npy")
+    np.save(features, ref["input_features"])
+    torch_greedy = ref["greedy_tokens"][0].tolist()
+    n = len(torch_greedy) - 1
+    expected = ort_greedy(folder, {"input_features": ref["input_features"]}, torch_greedy[0], n)
+    code, out, err = run_octet(args.octet, "generate", folder, "--encoder-input", f"input_features={features}",
+                               "--max-new-tokens", str(n), "--ignore-eos", "--json", "--threads", "1")
+    assert code == 0, f"exit {code}: {err.strip()}"
+    got = json.loads(out)["ids"]
+    assert got == expected, f"octet {got} vs onnxruntime {expected}"
+    assert got == torch_greedy[1:], f"octet {got} vs torch {torch_greedy[1:]}"
+
+
 if not os.path.isdir(ROOT):
     print(f"generate_seq2seq: SKIPPED, no fixtures at {ROOT}")
 else:
     for name in NAMES:
         t.check(f"greedy == onnxruntime == torch ({name})", check_greedy, name)
         t.check(f"beam search == transformers == onnxruntime ({name})", check_beam_search, name)
+    t.check("whisper features: greedy == onnxruntime == torch", check_whisper_features)
     t.finish()

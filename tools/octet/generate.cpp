@@ -27,6 +27,7 @@ namespace {
 
 struct Options {
   std::string model, tokenizer, prompt, prompt_ids, stop_ids, out;
+  std::vector<std::string> encoder_inputs;
   v1::GenerationOptions gen;
   int threads = 0, level = 2;
   bool json = false, seq2seq = false, ignore_eos = false;
@@ -36,7 +37,7 @@ const char* kFooter = R"(MODELS
   A decoder-only model: an .onnx file with past_key_values.N.key/value inputs and
   present.N.key/value outputs (optimum's naming), or a folder holding one
   (decoder_with_past_model.onnx [+ decoder_model.onnx for the first step], model.onnx, or
-  a single .onnx). An encoder-decoder (Marian, T5, BART): a folder with encoder_model.onnx,
+  a single .onnx). An encoder-decoder (Marian, T5, BART, Whisper): a folder with encoder_model.onnx,
   decoder_model.onnx and decoder_with_past_model.onnx (found by itself, or --seq2seq).
   config.json / generation_config.json beside the model give eos_token_id (the default stop
   tokens) and, for seq2seq, decoder_start_token_id.
@@ -45,7 +46,8 @@ PROMPTS
   --prompt-ids FILE.npy (int64 or int32, any shape: read flat) or --prompt-ids 1,2,3 needs
   no Python. --prompt TEXT needs --tokenizer tokenizer.json and octet's Python package with
   `tokenizers` (pip install . tokenizers; $OCTET_PYTHON names the interpreter); the
-  output is then detokenized with the same tokenizer.
+  output is then detokenized with the same tokenizer. An encoder that reads something
+  else than ids (Whisper's log-mel input_features) takes --encoder-input NAME=FILE.npy.
 
 OUTPUT
   Without --json: the new ids as they come (one line), then the text when a tokenizer was
@@ -133,13 +135,16 @@ void generate_command(Options o) {
   std::unique_ptr<TempFolder> scratch;
   if (text || !o.tokenizer.empty()) scratch = std::make_unique<TempFolder>();
   if (!o.tokenizer.empty() && !fs::is_regular_file(o.tokenizer)) fail(o.tokenizer, ": no such file");
-  const std::vector<int64_t> prompt = prompt_ids(o, scratch.get());
+  const bool features = !o.encoder_inputs.empty();
+  if (features && (!o.prompt.empty() || !o.prompt_ids.empty()))
+    fail("give --encoder-input or a prompt (--prompt, --prompt-ids), not both");
+  const std::vector<int64_t> prompt = features ? std::vector<int64_t>{} : prompt_ids(o, scratch.get());
   if (!o.stop_ids.empty()) o.gen.stop_token_ids = parse_id_list(o.stop_ids, "--stop-ids");
   o.gen.use_model_stop_tokens = !o.ignore_eos;
   v1::SessionOptions so;
   so.threads = o.threads;
   so.optimization_level = o.level;
-  const bool seq2seq = o.seq2seq || fs::is_regular_file(fs::path(o.model) / "encoder_model.onnx");
+  const bool seq2seq = o.seq2seq || features || fs::is_regular_file(fs::path(o.model) / "encoder_model.onnx");
   // Streaming: ids as they come, unless --json wants one clean document.
   v1::TokenCallback stream;
   if (!o.json)
@@ -150,7 +155,18 @@ void generate_command(Options o) {
   v1::GenerationResult r;
   if (seq2seq) {
     v1::Seq2SeqGenerator g(o.model, so);
-    r = g.generate(prompt, o.gen, stream);
+    if (features) {
+      v1::NamedTensors in;
+      for (const std::string& item : o.encoder_inputs) {
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0) fail("--encoder-input: '", item, "' is not NAME=FILE.npy");
+        const ::octet::Tensor t = read_npy(item.substr(eq + 1));
+        in.emplace_back(item.substr(0, eq), v1::Tensor::copy(static_cast<v1::ElementType>(t.dtype()), t.shape(), t.raw()));
+      }
+      r = g.generate(in, o.gen, stream);
+    } else {
+      r = g.generate(prompt, o.gen, stream);
+    }
     if (!o.json && o.gen.num_beams > 1)
       for (int64_t t : r.tokens) std::cout << t << ' ';
   } else {
@@ -191,6 +207,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", opts->prompt, "Prompt text (needs --tokenizer and octet's Python package)");
   cmd->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids: a .npy file or a comma-separated list")
       ->type_name("FILE|IDS");
+  cmd->add_option("--encoder-input", opts->encoder_inputs,
+                  "Encoder-decoder: an encoder input from a .npy file instead of a prompt, NAME=FILE "
+                  "(Whisper: input_features=mel.npy), repeatable")
+      ->type_name("NAME=FILE");
   cmd->add_option("--tokenizer", opts->tokenizer, "Hugging Face tokenizer.json (for --prompt and the output text)");
   cmd->add_option("--max-new-tokens", opts->gen.max_new_tokens, "Most tokens to generate (default 32)");
   cmd->add_flag("--do-sample", opts->gen.do_sample, "Sample (default: greedy)");

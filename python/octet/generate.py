@@ -109,7 +109,8 @@ class _Base:
     def generate(self, prompt: Union[str, Sequence[int]], max_new_tokens: int = 32, do_sample: bool = False,
                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
                  seed: int = 0, stop=None, stream: Union[None, bool, Callable] = None, **beam):
-        """Generate after `prompt` (text, or a list of token ids).
+        """Generate after `prompt` (text, a list of token ids, or for Seq2SeqGenerator a dict of the
+        encoder's input arrays).
 
         Greedy unless do_sample; temperature, top_k, top_p and repetition_penalty follow
         transformers' definitions. `stop`: token ids (or single-token strings) that end
@@ -119,18 +120,25 @@ class _Base:
         True to get an iterator of StreamChunk instead of the result (its .result is set
         when it is exhausted). Returns a GenerationResult.
         """
-        ids = self.encode(prompt) if isinstance(prompt, str) else [int(i) for i in prompt]
         kwargs = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
                       top_p=top_p, repetition_penalty=repetition_penalty, seed=seed, stop_token_ids=self._stop_ids(stop),
                       use_model_stop_tokens=stop is None, **beam)
+        if isinstance(prompt, dict):  # the encoder's own inputs (Seq2SeqGenerator)
+            ids, native_generate = [], self._native_inputs(prompt)
+        else:
+            ids = self.encode(prompt) if isinstance(prompt, str) else [int(i) for i in prompt]
+            native_generate = lambda **kw: self._native.generate(ids, **kw)  # noqa: E731
         if stream is True:
-            return _Stream(self, ids, kwargs)
+            return _Stream(self, ids, native_generate, kwargs)
         detok = _Detokenizer(self.tokenizer)
         on_token = None
         if callable(stream):
             def on_token(token):
                 return stream(StreamChunk(token, detok.add(token)))
-        return self._result(ids, self._native.generate(ids, on_token=on_token, **kwargs))
+        return self._result(ids, native_generate(on_token=on_token, **kwargs))
+
+    def _native_inputs(self, inputs):
+        raise TypeError("a decoder-only prompt is text or token ids, not a dict of arrays")
 
     def _result(self, prompt_ids, native):
         ids = list(native["tokens"])
@@ -145,7 +153,7 @@ class _Stream:
     """An iterator of StreamChunk: generation runs on a thread (without the GIL) and hands
     tokens over a queue. Leaving the loop early (break, close()) stops generation."""
 
-    def __init__(self, generator, ids, kwargs):
+    def __init__(self, generator, ids, native_generate, kwargs):
         self.result = None
         self._queue, self._stop, self._error = queue.Queue(), threading.Event(), None
         detok = _Detokenizer(generator.tokenizer)
@@ -156,7 +164,7 @@ class _Stream:
 
         def work():
             try:
-                self.result = generator._result(ids, generator._native.generate(ids, on_token=on_token, **kwargs))
+                self.result = generator._result(ids, native_generate(on_token=on_token, **kwargs))
             except BaseException as e:  # handed to the reader
                 self._error = e
             finally:
@@ -208,9 +216,16 @@ class Seq2SeqGenerator(_Base):
     encoder_model.onnx, decoder_model.onnx, decoder_with_past_model.onnx and config.json.
 
     generate() also takes num_beams, length_penalty and early_stopping ("false", "true",
-    "never", or a bool) as transformers defines them; beam search streams nothing.
+    "never", or a bool) as transformers defines them; beam search streams nothing. The prompt
+    may also be a dict of the encoder's inputs as numpy arrays (Whisper: {"input_features":
+    log-mel [1, 80, frames]}).
     """
     _native_type = _octet.Seq2SeqGenerator
+
+    def _native_inputs(self, inputs):
+        import numpy as np
+        feed = [(name, np.ascontiguousarray(value)) for name, value in inputs.items()]
+        return lambda **kw: self._native.generate_from_inputs(feed, **kw)
 
     def generate(self, prompt, max_new_tokens: int = 32, num_beams: int = 1, length_penalty: float = 1.0,
                  early_stopping: Union[bool, str] = False, **kwargs):

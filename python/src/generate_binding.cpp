@@ -2,11 +2,13 @@
 // Generation runs without the GIL; the per-token callback takes it. A Python exception in
 // the callback stops generation and is raised again when generate() returns.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <optional>
 
+#include "numpy_tensors.h"
 #include "octet/octet.h"
 
 namespace nb = nanobind;
@@ -48,8 +50,9 @@ nb::dict to_dict(const GenerationResult& r) {
 }
 
 // Runs gen.generate without the GIL, calling `on_token` (a callable or None) with it.
-template <typename G>
-nb::dict run(G& gen, const std::vector<int64_t>& ids, const GenerationOptions& o, nb::object on_token) {
+// `source`: token ids, or the encoder's inputs (seq2seq).
+template <typename G, typename Source>
+nb::dict run(G& gen, const Source& source, const GenerationOptions& o, nb::object on_token) {
   std::optional<nb::python_error> raised;
   TokenCallback callback;
   if (!on_token.is_none())
@@ -66,7 +69,7 @@ nb::dict run(G& gen, const std::vector<int64_t>& ids, const GenerationOptions& o
   GenerationResult r;
   {
     nb::gil_scoped_release release;
-    r = gen.generate(ids, o, callback);
+    r = gen.generate(source, o, callback);
   }
   if (raised) throw std::move(*raised);
   return to_dict(r);
@@ -79,8 +82,8 @@ nb::dict run(G& gen, const std::vector<int64_t>& ids, const GenerationOptions& o
       nb::arg("num_beams") = 1, nb::arg("length_penalty") = 1.0f, nb::arg("early_stopping") = "false",           \
       nb::arg("on_token") = nb::none()
 
-template <typename G>
-nb::dict generate(G& gen, const std::vector<int64_t>& ids, int64_t max_new_tokens, bool do_sample, float temperature,
+template <typename G, typename Source>
+nb::dict generate(G& gen, const Source& ids, int64_t max_new_tokens, bool do_sample, float temperature,
                   int64_t top_k, float top_p, float repetition_penalty, uint64_t seed,
                   std::vector<int64_t> stop_token_ids, bool use_model_stop_tokens, int64_t num_beams,
                   float length_penalty, const std::string& early_stopping, nb::object on_token) {
@@ -88,6 +91,19 @@ nb::dict generate(G& gen, const std::vector<int64_t>& ids, int64_t max_new_token
              options(max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty, seed,
                      std::move(stop_token_ids), use_model_stop_tokens, num_beams, length_penalty, early_stopping),
              on_token);
+}
+
+// Seq2seq from the encoder's inputs [(name, C-contiguous array)], viewed while generating.
+nb::dict generate_from_inputs(Seq2SeqGenerator& gen, const std::vector<std::pair<std::string, Array>>& feed,
+                              int64_t max_new_tokens, bool do_sample, float temperature, int64_t top_k, float top_p,
+                              float repetition_penalty, uint64_t seed, std::vector<int64_t> stop_token_ids,
+                              bool use_model_stop_tokens, int64_t num_beams, float length_penalty,
+                              const std::string& early_stopping, nb::object on_token) {
+  NamedTensors inputs;
+  for (const auto& [name, array] : feed) inputs.emplace_back(name, tensor_view(array, name));
+  return generate(gen, inputs, max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty, seed,
+                  std::move(stop_token_ids), use_model_stop_tokens, num_beams, length_penalty, early_stopping,
+                  on_token);
 }
 
 }  // namespace
@@ -100,7 +116,7 @@ void bind_generate(nb::module_& m) {
            },
            nb::arg("model"), nb::arg("threads") = 0, nb::arg("optimization_level") = 2,
            nb::call_guard<nb::gil_scoped_release>())
-      .def("generate", &generate<Generator>, OCTET_GENERATE_ARGS,
+      .def("generate", &generate<Generator, std::vector<int64_t>>, OCTET_GENERATE_ARGS,
            "Generate after `ids`; returns a dict (tokens, stop_reason, timings). on_token(id) -> False stops.")
       .def_prop_ro("eos_token_ids", &Generator::eos_token_ids);
   nb::class_<Seq2SeqGenerator>(m, "Seq2SeqGenerator", "octet::Seq2SeqGenerator: encoder-decoder generation.")
@@ -110,8 +126,10 @@ void bind_generate(nb::module_& m) {
            },
            nb::arg("folder"), nb::arg("threads") = 0, nb::arg("optimization_level") = 2,
            nb::call_guard<nb::gil_scoped_release>())
-      .def("generate", &generate<Seq2SeqGenerator>, OCTET_GENERATE_ARGS,
+      .def("generate", &generate<Seq2SeqGenerator, std::vector<int64_t>>, OCTET_GENERATE_ARGS,
            "Generate from the source `ids`; returns a dict (tokens, stop_reason, timings).")
+      .def("generate_from_inputs", &generate_from_inputs, OCTET_GENERATE_ARGS,
+           "Generate from the encoder's inputs [(name, array)] (Whisper: input_features).")
       .def_prop_ro("eos_token_ids", &Seq2SeqGenerator::eos_token_ids)
       .def_prop_rw("decoder_start_ids", &Seq2SeqGenerator::decoder_start_ids, &Seq2SeqGenerator::set_decoder_start_ids);
 }

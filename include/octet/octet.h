@@ -4,6 +4,7 @@
 #pragma once
 
 #include "octet/error.h"
+#include "octet/generate.h"
 #include "octet/quantize.h"
 #include "octet/session.h"
 #include "octet/tensor.h"

@@ -3,11 +3,14 @@
   python -m octet quantize MODEL -o OUT [--calib PATH | --calib-text FILE --tokenizer tokenizer.json
                                          | --calib-images DIR --image-size H[,W]] [options]
   python -m octet write-text-samples FILE --tokenizer tokenizer.json --model MODEL --out DIR
+  python -m octet tokenize --tokenizer tokenizer.json --text TEXT --out ids.npy
+  python -m octet detokenize --tokenizer tokenizer.json --ids ids.npy --out text.txt
 
 `quantize` is `octet quantize` with raw-data calibration (text through a Hugging Face
 tokenizer, images through a resize/normalize spec). `write-text-samples` tokenizes a text
 file into a folder of .npz samples, one per line, which `octet quantize --calib` reads; the
-C++ CLI's --calib-text runs it.
+C++ CLI's --calib-text runs it. `tokenize` / `detokenize` are what `octet generate --prompt`
+runs for text in and out.
 """
 import argparse
 import json
@@ -72,6 +75,22 @@ def _write_text_samples(args):
     print("%d samples from %s written to %s" % (count, args.text, args.out))
 
 
+def _tokenizer(path):
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(path)
+
+
+def _tokenize(args):
+    ids = _tokenizer(args.tokenizer).encode(args.text).ids
+    np.save(args.out, np.array(ids, dtype=np.int64))
+
+
+def _detokenize(args):
+    ids = np.load(args.ids).astype(np.int64).reshape(-1).tolist()
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(_tokenizer(args.tokenizer).decode(ids, skip_special_tokens=True))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m octet", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,6 +137,18 @@ def main(argv=None):
     t.add_argument("--max-length", type=int, default=128)
     t.add_argument("--max-samples", type=int, default=0)
     t.set_defaults(run=_write_text_samples)
+
+    k = commands.add_parser("tokenize", help="token ids of a text (Hugging Face tokenizer.json) to a .npy file")
+    k.add_argument("--tokenizer", required=True)
+    k.add_argument("--text", required=True)
+    k.add_argument("--out", required=True)
+    k.set_defaults(run=_tokenize)
+
+    d = commands.add_parser("detokenize", help="text of the token ids in a .npy file")
+    d.add_argument("--tokenizer", required=True)
+    d.add_argument("--ids", required=True)
+    d.add_argument("--out", required=True)
+    d.set_defaults(run=_detokenize)
 
     args = parser.parse_args(argv)
     from ._octet import OctetError

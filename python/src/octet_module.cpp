@@ -13,6 +13,7 @@ namespace nb = nanobind;
 namespace octet::python {
 
 void bind_quantize(nb::module_& m);
+void bind_generate(nb::module_& m);
 
 namespace {
 
@@ -104,4 +105,5 @@ NB_MODULE(_octet, m) {
         "The inputs of the model at `path` as Session.inputs() lists them.");
 
   bind_quantize(m);
+  bind_generate(m);
 }

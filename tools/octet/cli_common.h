@@ -34,5 +34,6 @@ void add_bench_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_legalize_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
 
 }  // namespace octet::cli

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   octet::cli::add_bench_command(app);
   octet::cli::add_check_command(app);
   octet::cli::add_legalize_command(app);
+  octet::cli::add_generate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,8 +17,6 @@ namespace octet::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 // Runs argv (no shell) with its stdout sent to our stderr, so that `--json` output stays
 // clean; returns the exit status, or -1 when the program could not be started.
 int run_helper(const std::vector<std::string>& args) {
@@ -38,7 +36,10 @@ int run_helper(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-}  // namespace
+std::string python_interpreter() {
+  const char* python = std::getenv("OCTET_PYTHON");
+  return python && *python ? python : "python3";
+}
 
 TextSamplesFolder::TextSamplesFolder(const std::string& model, const std::string& text_file,
                                      const std::string& tokenizer, int max_length) {
@@ -49,8 +50,7 @@ TextSamplesFolder::TextSamplesFolder(const std::string& model, const std::string
   std::string pattern = (fs::temp_directory_path() / "octet-text-XXXXXX").string();
   if (!::mkdtemp(pattern.data())) fail("cannot create a temporary folder for the text samples: ", std::strerror(errno));
   path_ = pattern;
-  const char* python = std::getenv("OCTET_PYTHON");
-  const std::string interpreter = python && *python ? python : "python3";
+  const std::string interpreter = python_interpreter();
   const int status = run_helper({interpreter, "-m", "octet", "write-text-samples", text_file, "--tokenizer", tokenizer,
                                  "--model", model, "--out", path_.string(), "--max-length", std::to_string(max_length)});
   if (status != 0) {

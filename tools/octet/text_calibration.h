@@ -7,8 +7,14 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace octet::cli {
+
+// Runs argv (no shell, stdout sent to our stderr); the exit status, -1 when it could not start.
+int run_helper(const std::vector<std::string>& args);
+// $OCTET_PYTHON, else python3: the interpreter with octet's Python package.
+std::string python_interpreter();
 
 class TextSamplesFolder {
  public:

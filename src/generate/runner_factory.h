@@ -1,0 +1,31 @@
+// Picks the DecoderRunner for a decoder export: the in-place runner (cached attention,
+// the kvcache work) where its fusion applies, else the portable one. Loading and
+// optimizing the files happens here too, so callers (the public API, tests, the CLI) only
+// name files.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "generate/decoder_runner.h"
+#include "runtime/session.h"
+
+namespace octet::generate {
+
+struct DecoderFiles {
+  std::string with_past;  // the decoder reading past_key_values.* (required)
+  std::string first;      // optional: optimum's decoder_model.onnx (no past) for the first step
+};
+
+struct RunnerOptions {
+  SessionOptions session;
+  int optimization_level = 2;  // as octet::optimize's level
+};
+
+// Loads `path`, optimizes it at `options.optimization_level` and makes a Session that
+// solely owns the graph (so packed weights live once).
+std::shared_ptr<const Session> load_session(const std::string& path, const RunnerOptions& options);
+
+std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options);
+
+}  // namespace octet::generate

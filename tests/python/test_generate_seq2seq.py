@@ -1,0 +1,183 @@
+"""`octet generate` on the encoder-decoder fixtures of tests/models/fixtures/seq2seq (MarianMT,
+T5 and Whisper shapes with random weights, exported by optimum 1.16 as encoder_model.onnx + decoder_model.onnx
++ decoder_with_past_model.onnx; tests/models/export_seq2seq_fixtures.py): greedy tokens equal
+onnxruntime's greedy loop over the same three files and the torch greedy loop stored in
+reference.npz (Whisper: from log-mel input_features); beam search (3 beams) equals transformers' generate(num_beams=3) stored there, and
+a beam search written here after transformers' beam_search / BeamSearchScorer driving
+onnxruntime on the same files.
+Skips (passes, saying so) when the fixtures are not in the tree."""
+import json
+import os
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+from harness import Tally, parse_args, run_octet
+
+args = parse_args()
+ROOT = os.environ.get("OCTET_SEQ2SEQ_FIXTURES", os.path.join(args.source_dir, "tests/models/fixtures/seq2seq"))
+NAMES = ["marian", "t5"]
+t = Tally("generate_seq2seq")
+TMP = tempfile.TemporaryDirectory(prefix="octet_generate_seq2seq_")
+
+
+class OrtSeq2Seq:
+    """optimum's ORTModelForSeq2SeqLM: the encoder once, decoder_model for the first step,
+    decoder_with_past_model after it (cross-attention keys/values from the first step)."""
+
+    def __init__(self, folder, encoder_inputs, rows):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        load = lambda f: ort.InferenceSession(os.path.join(folder, f), so, providers=["CPUExecutionProvider"])
+        enc = load("encoder_model.onnx")
+        self.first, self.with_past = load("decoder_model.onnx"), load("decoder_with_past_model.onnx")
+        (hidden,) = enc.run(None, encoder_inputs)
+        mask = np.ones(hidden.shape[:2], np.int64)
+        self.hidden, self.mask = np.repeat(hidden, rows, 0), np.repeat(mask, rows, 0)
+        self.cache = {}
+
+    def step(self, tokens):
+        """tokens [rows, n] -> the last logits [rows, vocab]."""
+        session = self.with_past if self.cache else self.first
+        feed = {"input_ids": np.array(tokens, np.int64), "encoder_hidden_states": self.hidden,
+                "encoder_attention_mask": self.mask}
+        feed.update({"past_key_values." + k: v for k, v in self.cache.items()})
+        names = {i.name for i in session.get_inputs()}
+        outputs = [o.name for o in session.get_outputs()]
+        result = dict(zip(outputs, session.run(None, {k: v for k, v in feed.items() if k in names})))
+        self.cache.update({n[len("present."):]: v for n, v in result.items() if n.startswith("present.")})
+        return result["logits"][:, -1]
+
+    def reorder(self, rows):
+        self.cache = {k: v[rows] for k, v in self.cache.items()}
+
+
+def id_inputs(ids):
+    return {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+
+
+def ort_greedy(folder, encoder_inputs, start, new_tokens):
+    model, tokens, out = OrtSeq2Seq(folder, encoder_inputs, 1), [[start]], []
+    for _ in range(new_tokens):
+        token = int(np.argmax(model.step(tokens)[0]))
+        tokens = [[token]]
+        out.append(token)
+    return out
+
+
+def log_softmax(x):
+    x = x.astype(np.float64) - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def ort_beam_search(folder, ids, start, eos, beams, new_tokens, length_penalty=1.0):
+    """transformers 4.36's beam_search + BeamSearchScorer (batch 1, early_stopping=False)."""
+    model = OrtSeq2Seq(folder, id_inputs(ids), beams)
+    seqs, scores = [[start] for _ in range(beams)], np.array([0.0] + [-1e9] * (beams - 1))
+    finished, worst, max_length = [], 1e9, 1 + new_tokens
+    tokens = [[start]] * beams
+
+    def add(sum_logprobs, seq, generated, worst):
+        """BeamHypotheses.add; returns the new worst kept score."""
+        s = sum_logprobs / generated ** length_penalty
+        if len(finished) < beams or s > worst:
+            finished.append((s, seq))
+            if len(finished) <= beams:
+                return min(s, worst)
+            ranked = sorted((h[0], i) for i, h in enumerate(finished))
+            del finished[ranked[0][1]]
+            return ranked[1][0]
+        return worst
+
+    while True:
+        logp = log_softmax(model.step(tokens)) + scores[:, None]
+        vocab = logp.shape[1]
+        flat = logp.reshape(-1)
+        order = np.argsort(-flat, kind="stable")[:2 * beams]
+        cur_len = len(seqs[0]) + 1
+        nxt = []
+        for rank, f in enumerate(order):
+            row, token, score = f // vocab, f % vocab, flat[f]
+            if token == eos:
+                if rank >= beams:
+                    continue
+                worst = add(score, seqs[row], cur_len - 1, worst)
+            else:
+                nxt.append((row, token, score))
+            if len(nxt) == beams:
+                break
+        done = len(finished) >= beams and worst >= flat[order[0]] / (cur_len - 1) ** length_penalty
+        seqs = [seqs[r] + [t] for r, t, _ in nxt]
+        scores = np.array([s for _, _, s in nxt])
+        if done or cur_len >= max_length:
+            break
+        model.reorder([r for r, _, _ in nxt])
+        tokens = [[t] for _, t, _ in nxt]
+    if not done:
+        for seq, score in zip(seqs, scores):
+            worst = add(score, seq, len(seq) - 1, worst)
+    best = sorted(finished, key=lambda h: h[0])[-1][1]
+    if len(best) < max_length:
+        best = best + [eos]
+    return best[1:]
+
+
+def generate(folder, ids, *extra):
+    code, out, err = run_octet(args.octet, "generate", folder, "--prompt-ids", ",".join(map(str, ids)), "--json",
+                               "--threads", "1", *extra)
+    assert code == 0, f"exit {code}: {err.strip()}"
+    return json.loads(out)
+
+
+def check_greedy(name):
+    folder = os.path.join(ROOT, name)
+    ref = np.load(os.path.join(folder, "reference.npz"))
+    config = json.load(open(os.path.join(folder, "config.json")))
+    ids = ref["input_ids"]
+    torch_greedy = ref["greedy_tokens"][0].tolist()
+    assert torch_greedy[0] == config["decoder_start_token_id"]
+    n = len(torch_greedy) - 1
+    expected = ort_greedy(folder, id_inputs(ids), torch_greedy[0], n)
+    got = generate(folder, ids[0].tolist(), "--max-new-tokens", str(n), "--ignore-eos")
+    assert got["ids"] == expected, f"octet {got['ids']} vs onnxruntime {expected}"
+    assert got["ids"] == torch_greedy[1:], f"octet {got['ids']} vs torch {torch_greedy[1:]}"
+
+
+def check_beam_search(name):
+    folder = os.path.join(ROOT, name)
+    ref = np.load(os.path.join(folder, "reference.npz"))
+    config = json.load(open(os.path.join(folder, "config.json")))
+    want = ref["beam_tokens"][0].tolist()[1:]
+    got = generate(folder, ref["input_ids"][0].tolist(), "--max-new-tokens", "12", "--num-beams", "3",
+                   "--length-penalty", "1.0", "--early-stopping", "false")
+    assert got["ids"] == want, f"octet {got['ids']} vs transformers {want}"
+    by_ort = ort_beam_search(folder, ref["input_ids"], config["decoder_start_token_id"], config["eos_token_id"], 3, 12)
+    assert got["ids"] == by_ort, f"octet {got['ids']} vs onnxruntime {by_ort}"
+
+
+def check_whisper_features():
+    """Whisper: log-mel input_features into the encoder (--encoder-input), no token prompt."""
+    folder = os.path.join(ROOT, "whisper")
+    ref = np.load(os.path.join(folder, "reference.npz"))
+    features = os.path.join(TMP.name, "features.npy")
+    np.save(features, ref["input_features"])
+    torch_greedy = ref["greedy_tokens"][0].tolist()
+    n = len(torch_greedy) - 1
+    expected = ort_greedy(folder, {"input_features": ref["input_features"]}, torch_greedy[0], n)
+    code, out, err = run_octet(args.octet, "generate", folder, "--encoder-input", f"input_features={features}",
+                               "--max-new-tokens", str(n), "--ignore-eos", "--json", "--threads", "1")
+    assert code == 0, f"exit {code}: {err.strip()}"
+    got = json.loads(out)["ids"]
+    assert got == expected, f"octet {got} vs onnxruntime {expected}"
+    assert got == torch_greedy[1:], f"octet {got} vs torch {torch_greedy[1:]}"
+
+
+if not os.path.isdir(ROOT):
+    print(f"generate_seq2seq: SKIPPED, no fixtures at {ROOT}")
+else:
+    for name in NAMES:
+        t.check(f"greedy == onnxruntime == torch ({name})", check_greedy, name)
+        t.check(f"beam search == transformers == onnxruntime ({name})", check_beam_search, name)
+    t.check("whisper features: greedy == onnxruntime == torch", check_whisper_features)
+    t.finish()

@@ -14,7 +14,12 @@ Fixtures: tests/models/fixtures/seq2seq/{marian,whisper,t5} (tiny, random weight
 (d) octet's own quantizer takes every file, dynamic and static (Marian's final_logits_bias
     is [1, vocab]; T5 has no biases and relative position bias; Whisper a Conv1d stem):
     octet runs the result, and onnxruntime runs the --target ort version with outputs close
-    to octet's on the same file."""
+    to octet's on the same file.
+(e) `octet quantize FOLDER -o OUT` on a whole set: the three files quantized, the decoders
+    calibrated on the greedy decode steps of the float set (static), one report with
+    greedy fidelity on held-out encoder inputs (token agreement, logits cosine on the
+    float run's tokens); dynamic mode needs no samples. Random weights: the tokens mean
+    nothing, only their agreement does."""
 import glob
 import json
 import os
@@ -192,6 +197,49 @@ def check_octet_quantize(model, file, mode):
     print(f"  {model}/{file} {mode}: int8 vs fp32 cosine {c:.5f}, octet vs ort on the ort file {c2:.6f}")
 
 
+def encoder_calibration(model, samples=6):
+    out_dir = tmp("calib_set", model, "x")[:-2]
+    ref = reference(model)
+    rng = np.random.default_rng(9)
+    vocab = ref["logits"].shape[-1]
+    for i in range(samples):
+        if "input_features" in ref:
+            feeds = {"input_features": rng.standard_normal(ref["input_features"].shape).astype(np.float32)}
+        else:
+            n = int(rng.integers(5, 16))
+            feeds = {"input_ids": rng.integers(2, vocab - 2, (1, n)).astype(np.int64),
+                     "attention_mask": np.ones((1, n), np.int64)}
+        np.savez(os.path.join(out_dir, f"sample_{i:03d}.npz"), **feeds)
+    return out_dir
+
+
+def check_set_quantize(model, mode):
+    out = tmp(f"{model}_set_{mode}")
+    extra = ["--calib", encoder_calibration(model)] if mode == "static" else []
+    code, stdout, err = run_octet(args.octet, "quantize", os.path.join(ROOT, model), "-o", out, "--mode", mode,
+                                  "--json", "-q", *extra, timeout=600)
+    assert code == 0, f"exit {code}: {err.strip()[-800:]}"
+    report = json.loads(stdout)
+    assert sorted(report["files"]) == sorted(sf.FILES), sorted(report["files"])
+    for f in sf.FILES:
+        assert os.path.exists(os.path.join(out, f + ".onnx")), f
+    assert os.path.exists(os.path.join(out, "config.json"))
+    if mode == "dynamic":
+        assert "greedy_fidelity" not in report and report["decoder_calibration_samples"] == 0
+        return
+    # 6 samples x up to 12 steps: the first step calibrates decoder_model, the rest the cache file
+    assert report["decoder_calibration_samples"] >= 6 * 2, report["decoder_calibration_samples"]
+    fid = report["greedy_fidelity"]
+    assert fid["sequences"] == 1 and not fid["in_sample"], fid  # the last of 6 held out
+    assert fid["tokens"] > 0 and fid["forced_steps"] > 0, fid
+    assert fid["forced_top1_agreement"] >= 0.9 and fid["mean_logits_cosine"] >= 0.99, fid
+    print(f"  {model} set static: {fid}")
+    # the quantized set runs as a set: its encoder and first decoder step in octet
+    ref_feeds = FEEDS[model]
+    for f in ("encoder_model", "decoder_model"):
+        octet_run(os.path.join(out, f + ".onnx"), ref_feeds[f], f"{model}_set_{f}")
+
+
 for m in MODELS:
     for f in (*sf.FILES, *sf.MERGED):
         t.check(f"{m}/{f}: fp32 matches onnxruntime", check_fp32, m, f)
@@ -204,4 +252,6 @@ for m in MODELS:
     for f in sf.FILES:
         for mode in ("dynamic", "static"):
             t.check(f"{m}/{f}: octet quantize --mode {mode}", check_octet_quantize, m, f, mode)
+    for mode in ("static", "dynamic"):
+        t.check(f"{m}: octet quantize on the set folder, --mode {mode}", check_set_quantize, m, mode)
 t.finish()

@@ -197,6 +197,17 @@ def check_octet_quantize(model, file, mode):
     print(f"  {model}/{file} {mode}: int8 vs fp32 cosine {c:.5f}, octet vs ort on the ort file {c2:.6f}")
 
 
+def check_merged_quantize_says_why(model):
+    """octet's quantizer does not go inside the merged file's If: it must say so, not
+    silently write a float model."""
+    out = tmp(f"{model}_merged_octet.onnx")
+    code, stdout, err = run_octet(args.octet, "quantize", onnx_path(model, "decoder_model_merged"), "-o", out,
+                                  "--mode", "dynamic", "--json", "-q")
+    assert code == 0, err
+    skipped = [s for s in json.loads(stdout)["float_nodes"] if s["op"] == "If"]
+    assert skipped and "quantize the set's folder" in skipped[0]["reason"], skipped
+
+
 def encoder_calibration(model, samples=6):
     out_dir = tmp("calib_set", model, "x")[:-2]
     ref = reference(model)
@@ -254,4 +265,5 @@ for m in MODELS:
             t.check(f"{m}/{f}: octet quantize --mode {mode}", check_octet_quantize, m, f, mode)
     for mode in ("static", "dynamic"):
         t.check(f"{m}: octet quantize on the set folder, --mode {mode}", check_set_quantize, m, mode)
+    t.check(f"{m}: octet quantize on the merged file says its If stays float", check_merged_quantize_says_why, m)
 t.finish()

@@ -171,6 +171,10 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
   const fs::path config = job.folder / "config.json";
   Seq2SeqSetReport report;
   const bool static_mode = job.base.options.mode == Mode::Static;
+  for (const char* f : kSeq2SeqFiles)  // all of them before anything is written
+    if (!fs::exists(job.folder / (std::string(f) + ".onnx")))
+      fail((job.folder / (std::string(f) + ".onnx")).string(), ": missing; an encoder-decoder set needs ",
+           kSeq2SeqFiles[0], ", ", kSeq2SeqFiles[1], " and ", kSeq2SeqFiles[2], " (.onnx)");
   if (static_mode && job.base.calib.empty())
     fail(job.folder.string(), ": static quantization of a set needs --calib with the encoder's inputs");
   fs::create_directories(job.out_dir);

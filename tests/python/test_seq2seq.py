@@ -208,6 +208,19 @@ def check_merged_quantize_says_why(model):
     assert skipped and "quantize the set's folder" in skipped[0]["reason"], skipped
 
 
+def check_incomplete_set_named():
+    """A set folder missing a decoder: one line naming the file, exit 1, nothing written."""
+    import shutil
+
+    folder = tmp("broken_set", "x")[:-2]
+    shutil.copytree(os.path.join(ROOT, "marian"), folder, dirs_exist_ok=True)
+    os.remove(os.path.join(folder, "decoder_with_past_model.onnx"))
+    out = tmp("broken_set_out")
+    code, _, err = run_octet(args.octet, "quantize", folder, "-o", out, "-q")
+    assert code == 1 and "decoder_with_past_model.onnx: missing" in err and err.count("\n") == 1, err
+    assert not os.path.exists(out), os.listdir(out)
+
+
 def encoder_calibration(model, samples=6):
     out_dir = tmp("calib_set", model, "x")[:-2]
     ref = reference(model)
@@ -266,4 +279,5 @@ for m in MODELS:
     for mode in ("static", "dynamic"):
         t.check(f"{m}: octet quantize on the set folder, --mode {mode}", check_set_quantize, m, mode)
     t.check(f"{m}: octet quantize on the merged file says its If stays float", check_merged_quantize_says_why, m)
+t.check("a set folder missing a file is named before anything is written", check_incomplete_set_named)
 t.finish()

@@ -11,6 +11,14 @@ them is newer than the file):
   smollm2    export_smollm2.py    SmolLM2-135M-Instruct (dequantized GGUF) -> logits, no KV cache;
                                   also smollm2_with_past.onnx beside it (KV cache, optimum's names),
                                   checked: prefill + 4 cached steps = the prompt-only logits
+Encoder-decoder sets (issue 17), one folder each in optimum's layout (encoder_model.onnx,
+decoder_model.onnx, decoder_with_past_model.onnx, decoder_model_merged.onnx, reference.npz),
+written by optimum 1.16.2's own exporter through tests/models/export_seq2seq_fixtures.py
+--size real, RANDOM weights (no pretrained ones offline), validated by optimum against torch:
+  marian   opus-mt-en-de shapes (d_model 512, 6+6 layers, vocab 58101)
+  whisper  whisper-tiny shapes (d_model 384, 4+4 layers, 80 mel bins x 3000 frames)
+  t5       t5-small shapes (d_model 512, 6+6 layers, relative position bias)
+`--path NAME` prints the folder for these.
 The torch side runs on /usr/bin/python3 (torch_env.py installs it when missing). Each export
 writes a reference .npz of torch's own output; it is checked here with onnxruntime
 (max |onnx - torch| <= 1e-4 x max |torch|), and the DINOv2 encoder also against the original
@@ -31,6 +39,8 @@ import torch_env
 HERE = common.HERE
 EXPORTS = {"minilm_l6": "export_minilm_l6.py", "dinov2": "export_dinov2.py", "smollm2": "export_smollm2.py"}
 FOREIGN = ("minilm_l3", "minilm_l6_int8", "dinov2_focus")
+SEQ2SEQ = ("marian", "whisper", "t5")
+SEQ2SEQ_SCRIPT = os.path.join(common.ROOT, "tests", "models", "export_seq2seq_fixtures.py")
 REL_TOL = 1e-4
 
 
@@ -87,10 +97,27 @@ def _check_with_past(path, ids, want, new=4):
     return err
 
 
+def ensure_seq2seq(name):
+    """The folder of an encoder-decoder set, exporting it first when missing or stale."""
+    folder = os.path.join(common.exports_dir(), name)
+    info = os.path.join(folder, "export_info.json")
+    if common.up_to_date(info, SEQ2SEQ_SCRIPT):
+        return folder
+    torch_env.ensure()
+    args = [common.TORCH_PYTHON, SEQ2SEQ_SCRIPT, "--size", "real", "--out", common.exports_dir(), name]
+    print(f"exports: {name}: {' '.join(args[1:])}", file=sys.stderr)
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{SEQ2SEQ_SCRIPT} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return folder
+
+
 def ensure(name):
     """The export's path, building and checking it first when missing or stale."""
     if name in FOREIGN:
         return common.real_models.path(name)
+    if name in SEQ2SEQ:
+        return ensure_seq2seq(name)
     script = os.path.join(HERE, EXPORTS[name])
     out = export_path(name)
     info_path = out + ".json"
@@ -134,6 +161,15 @@ def ensure(name):
 
 def describe(name):
     """Source package, version, file size, parameter count and licence, for tables and JSON."""
+    if name in SEQ2SEQ:
+        folder = ensure(name)
+        with open(os.path.join(folder, "export_info.json")) as f:
+            info = json.load(f)
+        size = sum(os.path.getsize(os.path.join(folder, f)) for f in info["files"])
+        return {"model": name, "source_package": f"transformers=={info['transformers']} (random init)",
+                "licence": "n/a (random weights)", "file": folder, "file_mb": size / 2**20,
+                "parameters": info["parameters"], "foreign": False,
+                "producer": f"optimum {info['optimum']} main_export, torch {info['torch']}"}
     src = {"minilm_l6": "minilm_l6", "dinov2": "dinov2_focus", "smollm2": "smollm2"}.get(name, name)
     rm = common.real_models.MODELS[src]
     path = ensure(name)
@@ -159,10 +195,10 @@ def describe(name):
 def main():
     common.require_bench_packages("exports.py")
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("names", nargs="*", help=f"default: all of {', '.join([*FOREIGN, *EXPORTS])}")
+    p.add_argument("names", nargs="*", help=f"default: all of {', '.join([*FOREIGN, *EXPORTS, *SEQ2SEQ])}")
     p.add_argument("--path", action="store_true")
     a = p.parse_args()
-    for name in a.names or [*FOREIGN, *EXPORTS]:
+    for name in a.names or [*FOREIGN, *EXPORTS, *SEQ2SEQ]:
         if a.path:
             print(ensure(name))
             continue

@@ -5,6 +5,10 @@
 
 namespace octet {
 
+// If (ref/ref_control_flow.cpp). Declared here rather than in ref_families.h so that adding
+// it did not rebuild every reference family on the shared 2-core machine; move it there freely.
+void register_ref_control_flow(KernelRegistry& r);
+
 const Tensor& KernelContext::input(size_t i) const {
   if (!has_input(i)) fail("required input ", i, " is missing");
   return *inputs_[i];
@@ -71,6 +75,7 @@ const KernelRegistry& KernelRegistry::reference() {
     register_ref_quant(r);
     register_ref_vision(r);
     register_ref_octet(r);
+    register_ref_control_flow(r);
     // The reference view ops return their input's memory under a new shape.
     for (const char* op : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
       r.kernels_.at({"", op}).may_alias_inputs = true;

@@ -11,18 +11,18 @@
 #include <unordered_map>
 
 #include "onnx/model_io.h"
+#include "onnx/subgraph.h"
 
 #include "check/node_structure.h"
 #include "onnx/proto_convert.h"
 
 namespace octet {
 
+namespace fs = std::filesystem;
+
 namespace {
 
-namespace fs = std::filesystem;
 using onnx_io::TensorSource;
-
-std::vector<std::string> free_names(const onnx::GraphProto& g);
 
 // Outer-scope names read by the subgraph attributes of `node` (If/Loop/Scan bodies).
 std::vector<std::string> subgraph_free_names(const onnx::NodeProto& node) {
@@ -38,6 +38,8 @@ std::vector<std::string> subgraph_free_names(const onnx::NodeProto& node) {
   }
   return out;
 }
+
+}  // namespace
 
 // Names a graph reads but does not define (so an enclosing scope must), in first-use
 // order. Nested subgraphs count: what they read from outside this graph is read here too.
@@ -60,6 +62,8 @@ std::vector<std::string> free_names(const onnx::GraphProto& g) {
   for (const auto& o : g.output()) use(o.name());
   return out;
 }
+
+namespace {
 
 std::string describe_node(const onnx::NodeProto& n) {
   std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();

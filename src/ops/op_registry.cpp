@@ -4,6 +4,10 @@
 
 namespace octet {
 
+// If (control_flow_ops.cpp). Declared here rather than in op_families.h so that adding it
+// did not rebuild every op family on the shared 2-core machine; move it there freely.
+void register_control_flow_ops(OpRegistry& r);
+
 namespace {
 // Small integer tensors whose contents are worth tracking symbolically (shape math).
 constexpr int64_t kMaxTrackedElements = 64;
@@ -113,6 +117,7 @@ const OpRegistry& OpRegistry::global() {
     register_quant_ops(r);
     register_vision_ops(r);
     register_octet_ops(r);
+    register_control_flow_ops(r);
     return r;
   }();
   return registry;

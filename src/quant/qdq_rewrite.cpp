@@ -16,13 +16,15 @@ Tensor zero_point_scalar(DType dtype, int32_t zp) {
   return Tensor::scalar<int8_t>(static_cast<int8_t>(zp));
 }
 
-// A 1-D float constant of n elements (a Linear layer's bias), or null.
-Value* bias_constant(Value* v, int64_t n) {
+// A float constant of n elements along the last axis and 1 on every other (a Linear
+// layer's bias; Marian and BART keep final_logits_bias as [1, vocab]), with no more dims
+// than the matmul output `y` so that adding it never grows the result; or null.
+Value* bias_constant(Value* v, int64_t n, const Value* y) {
   if (!v || !v->is_initializer() || v->is_graph_input() || !v->constant()) return nullptr;
   const Tensor& t = *v->constant();
-  if (t.dtype() != DType::Float32 || t.numel() != n) return nullptr;
-  if (t.rank() == 1 || (t.rank() == 2 && t.shape()[0] == 1)) return v;
-  return nullptr;
+  if (t.dtype() != DType::Float32 || t.numel() != n || t.rank() < 1 || t.shape().back() != n) return nullptr;
+  if (!y->type.dims || t.rank() > static_cast<int64_t>(y->type.dims->size())) return nullptr;
+  return v;
 }
 
 class Rewriter {
@@ -91,16 +93,16 @@ class Rewriter {
     if (n->op_type() == "Gemm") {
       if (n->attr_int("transB", 0)) b = transpose_matrix(b);
       if (Value* c = n->input(2)) {
-        bias = bias_constant(c, b.shape()[1]);
+        bias = bias_constant(c, b.shape()[1], out);
         if (!bias || n->attr_float("alpha", 1) != 1 || n->attr_float("beta", 1) != 1)
-          return skip(n, "dynamic mode takes a Gemm only with alpha = beta = 1 and a constant 1-D C");
+          return skip(n, "dynamic mode takes a Gemm only with alpha = beta = 1 and a constant C of [N] or [1, N]");
       }
     } else if (out->uses().size() == 1 && !out->is_graph_output()) {
       // MatMul + Add(bias), as Linear layers export: fold the bias in.
       Node* add = out->uses()[0].node;
       if (add->op_type() == "Add" && add->domain().empty()) {
         Value* other = add->input(out->uses()[0].index == 0 ? 1 : 0);
-        if ((bias = bias_constant(other, b.shape()[1]))) {
+        if ((bias = bias_constant(other, b.shape()[1], out))) {
           replaced.push_back(add);
           out = add->output(0);
         }
@@ -120,7 +122,13 @@ class Rewriter {
     record(q, out, result);
   }
 
+  // QMatMul's bias is 1-D [N]: a [1, N] one becomes a new 1-D initializer sharing its bytes
+  // (the original may be read elsewhere and is never touched).
   Value* octet_dynamic(Node* n, Value* data, Value* scale, Value* zp, Value* bias) {
+    if (bias && bias->constant()->rank() != 1) {
+      const Tensor& t = *bias->constant();
+      bias = patch_.add_initializer(bias->name() + "_1d", Tensor(t.dtype(), {t.numel()}, t.buffer()));
+    }
     Node* qm = patch_.add_node("QMatMul", {n->input(0), nullptr, nullptr, data, scale, zp, bias}, 1,
                                {Attribute::make_string("dynamic_type", "uint8")}, "octet", n->name() + "_qmatmul");
     return qm->output(0);

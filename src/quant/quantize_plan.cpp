@@ -28,6 +28,11 @@ class Planner {
   void visit(Node* n) {
     if (!n->domain().empty()) return;
     const std::string& op = n->op_type();
+    // Subgraph bodies are kept verbatim: their matmuls stay float, which the report says
+    // (optimum's merged decoder is one If holding the whole decoder).
+    if (op == "If" || op == "Loop" || op == "Scan")
+      return skip(n, "its subgraphs are not quantized (for an optimum merged decoder, quantize the set's folder, "
+                     "which takes decoder_model and decoder_with_past_model)");
     if (op != "MatMul" && op != "Gemm" && op != "Conv" && op != "Gather") return;
     if (excluded(*n, o_)) return skip(n, "excluded by --exclude");
     if (op == "Gather") return visit_gather(n);

@@ -131,6 +131,10 @@ void Session::select_kernels() {
   std::map<int, size_t> last_reader;
   for (const Node* n : graph_->nodes()) {
     Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}};
+    // A reference kernel may build per-node state too (If keeps its branch sessions).
+    if (step.kernel->prepare && !naming_allocation_failures([&] { return n->describe(); },
+                                                            [&] { return step.kernel->prepare(*n, step.state); }))
+      fail(n->describe(), ": the reference kernel declined the node");
     if (options_.kernels == KernelChoice::Optimized) {
       const KernelDef* fast = KernelRegistry::optimized().find_def(n->domain(), n->op_type());
       std::unique_ptr<KernelState> state;

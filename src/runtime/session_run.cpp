@@ -191,6 +191,9 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       OCTET_ASSERT(slot < 0 || values[slot] || released_[slot], "value not computed before ", step.node->describe());
       in.push_back(slot >= 0 ? values[slot].get() : nullptr);
     }
+    // A control-flow node's subgraphs read outer values (implicit inputs): its kernel finds
+    // them after the node's own inputs, in node->implicit_inputs() order.
+    for (const Value* v : step.node->implicit_inputs()) in.push_back(values[slot_of(v)].get());
     KernelContext ctx(*step.node, in);
     ctx.set_state(step.state.get());
     ctx.set_threads(threads_);

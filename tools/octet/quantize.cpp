@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "io/output_file.h"
 #include "text_calibration.h"
+#include "quant/seq2seq_set.h"
 #include "quant/quantize.h"
 #include "quant/target_profile.h"
 
@@ -94,6 +95,40 @@ REPORT
 OUT is never the input model; an existing OUT is replaced only with --force. The exit
 status is 0 on success and 1 for any error (one line on stderr).)";
 
+// A folder in optimum's encoder-decoder layout: every file quantized, the decoders
+// calibrated on greedy decode steps (quant/seq2seq_set.h), one report for the set.
+void quantize_set(const Options& o, const quant::QuantizeJob& base) {
+  namespace fs = std::filesystem;
+  const fs::path out = o.out;
+  if (out.empty()) fail("-o/--output: the folder to write the quantized set to");
+  std::error_code ec;
+  if (fs::equivalent(out, fs::path(o.model), ec))
+    fail("-o ", out.string(), " is the input set's folder; write the quantized set elsewhere");
+  if (fs::exists(out) && !o.force) fail("-o ", out.string(), " exists; pass --force to replace its files");
+  if (!o.calib_text.empty()) fail("--calib-text is not supported for an encoder-decoder set; give --calib");
+  if (!o.report.empty()) check_replaceable(o.report);
+  quant::Seq2SeqSetJob job;
+  job.base = base;
+  job.base.calib = o.calib;
+  job.base.calib_samples = o.calib_samples;
+  job.base.holdout = o.holdout;
+  job.base.sqnr_samples = o.sqnr_samples;
+  job.base.dims = parse_dim_bindings(o.dims);
+  job.base.save.external_data = o.external_data;
+  job.base.progress = !o.quiet;
+  job.base.smoothing = quant::parse_smoothing(o.smoothquant, base.options.mode, o.smooth_min_outlier, "--smoothquant");
+  job.base.explain = o.explain;
+  if (o.max_drop >= 0) job.base.max_drop = o.max_drop;
+  job.base.metric = quant::parse_metric(o.metric);
+  job.folder = o.model;
+  job.out_dir = out;
+  const quant::Seq2SeqSetReport report = quant::quantize_seq2seq_set(job);
+  const nlohmann::json j = report.to_json();
+  if (!o.report.empty()) write_file_replacing(o.report, j.dump(2) + "\n");
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << report.to_text();
+}
+
 void quantize_command(const Options& o) {
   quant::QuantizeJob job;
   job.model = o.model;
@@ -122,6 +157,7 @@ void quantize_command(const Options& o) {
   quant::check_target_options(q, !o.activation_type.empty());
   if (o.holdout < 0 || o.holdout >= 1) fail("--holdout must be in [0, 1), got ", o.holdout);
 
+  if (quant::is_seq2seq_set(o.model)) return quantize_set(o, job);
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
   if (!o.report.empty()) check_replaceable(o.report);  // before minutes of calibration, not after
   std::optional<TextSamplesFolder> text_samples;
@@ -160,7 +196,10 @@ void add_quantize_command(CLI::App& app) {
       "quantize",
       "Quantize a float ONNX model to int8 (static with calibration, or dynamic), write it\n"
       "for a target runtime, and report size, int8 coverage and fidelity.");
-  cmd->add_option("model", opts->model, "Float ONNX model to read")->required();
+  cmd->add_option("model", opts->model,
+                  "Float ONNX model to read, or an encoder-decoder folder (encoder_model.onnx, decoder_model.onnx, "
+                  "decoder_with_past_model.onnx, config.json as optimum writes them; -o is then a folder)")
+      ->required();
   cmd->add_option("-o,--output", opts->out, "Quantized ONNX file to write (required)")->type_name("OUT");
   cmd->add_option("--mode", opts->mode, "static | dynamic (default: static with --calib, else dynamic)");
   cmd->add_option("--target", opts->target, "octet | ort | tensorrt (default octet; see TARGETS)");

@@ -1,0 +1,293 @@
+#include "quant/seq2seq_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "io/npy.h"
+#include "passes/pipeline.h"
+#include "quant/calibration_data.h"
+
+namespace octet::quant {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* const kSeq2SeqFiles[3] = {"encoder_model", "decoder_model", "decoder_with_past_model"};
+
+bool is_seq2seq_set(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::exists(path / "encoder_model.onnx", ec);
+}
+
+namespace {
+
+// The float or int8 set, loaded and optimized as `octet run` does, with config.json's
+// special tokens.
+struct SetSessions {
+  std::unique_ptr<Session> encoder, decoder, decoder_with_past;
+  int64_t start = 0;
+  std::vector<int64_t> eos;
+
+  SetSessions(const fs::path& folder, const fs::path& config) {
+    encoder = open(folder / "encoder_model.onnx");
+    decoder = open(folder / "decoder_model.onnx");
+    decoder_with_past = open(folder / "decoder_with_past_model.onnx");
+    json c;
+    try {
+      std::ifstream in(config);
+      if (!in) fail(config.string(), ": cannot read it (the set's config.json names the decoder's start token)");
+      c = json::parse(in);
+      if (!c.contains("decoder_start_token_id") || !c["decoder_start_token_id"].is_number_integer())
+        fail(config.string(), ": no integer decoder_start_token_id");
+      start = c["decoder_start_token_id"].get<int64_t>();
+      if (c.contains("eos_token_id")) {
+        const json& e = c["eos_token_id"];
+        if (e.is_number_integer()) eos.push_back(e.get<int64_t>());
+        if (e.is_array())
+          for (const json& x : e)
+            if (x.is_number_integer()) eos.push_back(x.get<int64_t>());
+      }
+    } catch (const json::exception& e) {
+      fail(config.string(), ": not valid JSON (", e.what(), ")");
+    }
+  }
+
+  static std::unique_ptr<Session> open(const fs::path& path) {
+    if (!fs::exists(path)) fail(path.string(), ": missing; an encoder-decoder set needs ", kSeq2SeqFiles[0], ", ",
+                                kSeq2SeqFiles[1], " and ", kSeq2SeqFiles[2], " (.onnx)");
+    Model m = load_model(path);
+    optimize(*m.graph);
+    return std::make_unique<Session>(std::shared_ptr<Graph>(m.graph.release()));
+  }
+};
+
+const Tensor* find(const NamedTensors& t, const std::string& name) {
+  for (const auto& [n, v] : t)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+// Row r's argmax over the last position of logits [B, T, V].
+std::vector<int64_t> argmax_last(const Tensor& logits) {
+  const auto& s = logits.shape();
+  if (s.size() != 3) fail("decoder logits are ", logits.describe(), "; expected [batch, tokens, vocab]");
+  const int64_t b = s[0], t = s[1], v = s[2];
+  std::vector<int64_t> out(static_cast<size_t>(b));
+  const float* p = logits.data<float>();
+  for (int64_t r = 0; r < b; ++r) {
+    const float* row = p + (r * t + t - 1) * v;
+    out[static_cast<size_t>(r)] = std::max_element(row, row + v) - row;
+  }
+  return out;
+}
+
+// The last position's logits of each row, [B, V] flattened.
+std::vector<float> last_logits(const Tensor& logits) {
+  const auto& s = logits.shape();
+  const int64_t b = s[0], t = s[1], v = s[2];
+  std::vector<float> out;
+  for (int64_t r = 0; r < b; ++r) {
+    const float* row = logits.data<float>() + (r * t + t - 1) * v;
+    out.insert(out.end(), row, row + v);
+  }
+  return out;
+}
+
+struct GreedyRun {
+  std::vector<std::vector<int64_t>> tokens;  // per step, one per row (after the start token)
+  std::vector<std::vector<float>> logits;    // per step, [B, V]
+};
+
+// Greedy decoding of every row in lockstep for up to `steps` tokens (all rows stop when
+// each has produced an EOS). With `forced`, the tokens fed are forced[step] instead of the
+// argmax (teacher forcing on another run's output). `on_step(file, feeds)` sees each step's
+// decoder inputs.
+GreedyRun greedy(const SetSessions& s, const NamedTensors& encoder_inputs, int steps,
+                 const std::vector<std::vector<int64_t>>* forced,
+                 const std::function<void(int, const NamedTensors&)>& on_step) {
+  const NamedTensors enc = s.encoder->run(encoder_inputs);
+  const Tensor& hidden = enc.at(0).second;
+  const int64_t batch = hidden.shape().at(0);
+  const Tensor* mask = find(encoder_inputs, "attention_mask");
+  std::map<std::string, Tensor> cache;  // past_key_values.* by name
+  std::vector<int64_t> next(static_cast<size_t>(batch), s.start);
+  std::vector<char> done(static_cast<size_t>(batch), 0);
+  GreedyRun run;
+  for (int step = 0; step < steps; ++step) {
+    const Session& dec = step == 0 ? *s.decoder : *s.decoder_with_past;
+    Tensor ids(DType::Int64, {batch, 1});
+    std::copy(next.begin(), next.end(), ids.mutable_data<int64_t>());
+    NamedTensors feeds;
+    for (const Value* v : dec.required_inputs()) {
+      const std::string& n = v->name();
+      if (n == "input_ids") feeds.emplace_back(n, ids);
+      else if (n == "encoder_hidden_states") feeds.emplace_back(n, hidden);
+      else if (n == "encoder_attention_mask" && mask) feeds.emplace_back(n, *mask);
+      else if (cache.count(n)) feeds.emplace_back(n, cache.at(n));
+      else fail(dec.graph().name, ": decoder input '", n, "' is none of input_ids, encoder_hidden_states, "
+                "encoder_attention_mask or a past_key_values.* the previous step returned");
+    }
+    on_step(step, feeds);
+    const NamedTensors out = dec.run(feeds);
+    const std::string present = "present.";
+    for (size_t i = 1; i < out.size(); ++i)
+      if (out[i].first.rfind(present, 0) == 0 && out[i].second.numel() > 0)
+        cache[std::string("past_key_values.") + out[i].first.substr(present.size())] = out[i].second;
+    run.logits.push_back(last_logits(out.at(0).second));
+    next = forced ? forced->at(static_cast<size_t>(step)) : argmax_last(out.at(0).second);
+    run.tokens.push_back(next);
+    for (int64_t r = 0; r < batch; ++r)
+      if (std::find(s.eos.begin(), s.eos.end(), next[static_cast<size_t>(r)]) != s.eos.end()) done[static_cast<size_t>(r)] = 1;
+    if (!forced && std::all_of(done.begin(), done.end(), [](char d) { return d != 0; })) break;
+  }
+  return run;
+}
+
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += double(a[i]) * b[i], na += double(a[i]) * a[i], nb += double(b[i]) * b[i];
+  return na > 0 && nb > 0 ? d / std::sqrt(na * nb) : 1.0;
+}
+
+// Held-out samples: the last `holdout` share when there are 5 or more, as quantize_model
+// does; otherwise every sample (in-sample).
+std::vector<size_t> held_out(size_t n, double holdout, bool* in_sample) {
+  size_t k = n >= 5 ? std::max<size_t>(1, static_cast<size_t>(std::round(holdout * double(n)))) : n;
+  *in_sample = n < 5;
+  std::vector<size_t> idx;
+  for (size_t i = n - k; i < n; ++i) idx.push_back(i);
+  return idx;
+}
+
+}  // namespace
+
+Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
+  const fs::path config = job.folder / "config.json";
+  Seq2SeqSetReport report;
+  const bool static_mode = job.base.options.mode == Mode::Static;
+  for (const char* f : kSeq2SeqFiles)  // all of them before anything is written
+    if (!fs::exists(job.folder / (std::string(f) + ".onnx")))
+      fail((job.folder / (std::string(f) + ".onnx")).string(), ": missing; an encoder-decoder set needs ",
+           kSeq2SeqFiles[0], ", ", kSeq2SeqFiles[1], " and ", kSeq2SeqFiles[2], " (.onnx)");
+  if (static_mode && job.base.calib.empty())
+    fail(job.folder.string(), ": static quantization of a set needs --calib with the encoder's inputs");
+  fs::create_directories(job.out_dir);
+
+  // Decoder calibration samples: every greedy step's inputs, from the float set.
+  const fs::path samples_dir = job.out_dir / ".octet_decoder_calibration";
+  std::unique_ptr<CalibrationSource> encoder_samples;
+  std::unique_ptr<SetSessions> fp32;
+  if (!job.base.calib.empty()) {
+    fp32 = std::make_unique<SetSessions>(job.folder, config);
+    encoder_samples = std::make_unique<CalibrationSource>(CalibrationSource::open(
+        job.base.calib, input_specs(fp32->encoder->required_inputs()), job.base.calib_samples));
+  }
+  if (static_mode) {
+    size_t written = 0;
+    for (const char* f : {kSeq2SeqFiles[1], kSeq2SeqFiles[2]}) fs::create_directories(samples_dir / f);
+    for (size_t i = 0; i < encoder_samples->size(); ++i)
+      greedy(*fp32, encoder_samples->sample(i), job.max_new_tokens, nullptr, [&](int step, const NamedTensors& feeds) {
+        const fs::path dir = samples_dir / kSeq2SeqFiles[step == 0 ? 1 : 2];
+        write_npz(dir / ("sample_" + std::to_string(i) + "_" + std::to_string(step) + ".npz"), feeds);
+        ++written;
+      });
+    report.decode_samples = written;
+  }
+
+  for (const char* f : kSeq2SeqFiles) {
+    QuantizeJob part = job.base;
+    part.model = job.folder / (std::string(f) + ".onnx");
+    part.output = job.out_dir / (std::string(f) + ".onnx");
+    if (f != kSeq2SeqFiles[0]) {  // the decoders' samples are the generated steps, all of them
+      part.calib = static_mode ? (samples_dir / f).string() : "";
+      part.calib_samples = 0;
+    }
+    report.files.emplace_back(f, quantize_model(part));
+  }
+  std::error_code ec;
+  fs::remove_all(samples_dir, ec);
+  fs::copy_file(config, job.out_dir / "config.json", fs::copy_options::overwrite_existing, ec);
+  if (!encoder_samples) return report;
+
+  // Fidelity on the held-out encoder samples.
+  SetSessions int8(job.out_dir, config);
+  bool in_sample = false;
+  for (size_t i : held_out(encoder_samples->size(), job.base.holdout, &in_sample)) {
+    const NamedTensors in = encoder_samples->sample(i);
+    const GreedyRun want = greedy(*fp32, in, job.max_new_tokens, nullptr, [](int, const NamedTensors&) {});
+    const GreedyRun got = greedy(int8, in, job.max_new_tokens, nullptr, [](int, const NamedTensors&) {});
+    const GreedyRun forced = greedy(int8, in, static_cast<int>(want.tokens.size()), &want.tokens,
+                                    [](int, const NamedTensors&) {});
+    const size_t rows = want.tokens.at(0).size();
+    for (size_t r = 0; r < rows; ++r) {
+      bool same = want.tokens.size() == got.tokens.size();
+      for (size_t t = 0; t < want.tokens.size(); ++t) {
+        const bool agree = t < got.tokens.size() && got.tokens[t][r] == want.tokens[t][r];
+        same &= agree;
+        report.agreeing_tokens += agree;
+        ++report.tokens;
+      }
+      report.exact_sequences += same;
+      ++report.eval_sequences;
+    }
+    double sum = report.mean_logits_cosine * double(report.forced_steps);
+    for (size_t t = 0; t < want.logits.size(); ++t) {
+      const size_t vocab = want.logits[t].size() / rows;
+      for (size_t r = 0; r < rows; ++r) {
+        std::vector<float> a(want.logits[t].begin() + static_cast<std::ptrdiff_t>(r * vocab),
+                             want.logits[t].begin() + static_cast<std::ptrdiff_t>((r + 1) * vocab));
+        std::vector<float> b(forced.logits[t].begin() + static_cast<std::ptrdiff_t>(r * vocab),
+                             forced.logits[t].begin() + static_cast<std::ptrdiff_t>((r + 1) * vocab));
+        const double c = cosine(a, b);
+        report.min_logits_cosine = std::min(report.min_logits_cosine, c);
+        sum += c;
+        report.forced_top1_agree += std::max_element(a.begin(), a.end()) - a.begin() ==
+                                    std::max_element(b.begin(), b.end()) - b.begin();
+        ++report.forced_steps;
+      }
+    }
+    report.mean_logits_cosine = report.forced_steps ? sum / double(report.forced_steps) : 1.0;
+  }
+  report.eval_in_sample = in_sample ? report.eval_sequences : 0;
+  return report;
+}
+
+json Seq2SeqSetReport::to_json() const {
+  json files_json = json::object();
+  for (const auto& [name, r] : files) files_json[name] = r.to_json();
+  json j = {{"files", files_json}, {"decoder_calibration_samples", decode_samples}};
+  if (eval_sequences)
+    j["greedy_fidelity"] = {{"sequences", eval_sequences},
+                            {"in_sample", eval_in_sample > 0},
+                            {"exact_sequences", exact_sequences},
+                            {"tokens", tokens},
+                            {"agreeing_tokens", agreeing_tokens},
+                            {"forced_steps", forced_steps},
+                            {"forced_top1_agreement", forced_steps ? double(forced_top1_agree) / double(forced_steps) : 1.0},
+                            {"min_logits_cosine", min_logits_cosine},
+                            {"mean_logits_cosine", mean_logits_cosine}};
+  return j;
+}
+
+std::string Seq2SeqSetReport::to_text() const {
+  std::ostringstream s;
+  for (const auto& [name, r] : files) s << "== " << name << " ==\n" << r.to_text() << "\n";
+  if (decode_samples) s << "decoder calibrated on " << decode_samples << " greedy decode steps of the float set\n";
+  if (eval_sequences) {
+    s << "greedy decoding, int8 set vs float set, " << eval_sequences << " held-out sequence(s)"
+      << (eval_in_sample ? " (in-sample: fewer than 5 calibration samples)" : "") << ":\n"
+      << "  identical sequences " << exact_sequences << "/" << eval_sequences << ", tokens agreeing "
+      << agreeing_tokens << "/" << tokens << "\n"
+      << "  on the float run's tokens: top-1 agreement " << forced_top1_agree << "/" << forced_steps
+      << ", logits cosine mean " << mean_logits_cosine << " min " << min_logits_cosine << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace octet::quant

@@ -7,12 +7,14 @@ onnxruntime, each in its own process, rounds interleaved.
 
 The model defaults to SmolLM2-135M's with-past export (bench/models/exports.py smollm2,
 ~/.cache/octet/exports/smollm2/smollm2_with_past.onnx). Every engine runs the same loop: a
-prompt of --past tokens (ids (i*37+11) % 997), then --warmup untimed and --iters timed
+prompt of --past tokens (ids (i*37+11) % 251), then --warmup untimed and --iters timed
 greedy single-token steps, each fed the previous step's cache; the median step time is its
 result (the past grows from --past to --past + warmup + iters tokens over the loop).
 onnxruntime feeds present.N.* back as past_key_values.N.* (what its own generation loops
 do without IO binding); octet's `bench-decode --mode in-place` keeps the cache in runner
-buffers, `--mode session` feeds presents back like onnxruntime. The summary is the median
+buffers, `--mode session` feeds presents back like onnxruntime, and "octet unfused" is the
+session mode without fuse_grouped_attention (octet before this fusion). Each engine's
+greedy tokens are compared with onnxruntime's (a check of the whole decode path). The summary is the median
 over rounds of each engine's median, with the load average before and after.
 """
 import argparse
@@ -43,8 +45,8 @@ def ort_loop(model, past, warmup, iters, threads):
     outs = [o.name for o in sess.get_outputs()]
     cache = {n: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for n, i in inputs.items()
              if n.startswith("past_key_values.")}
-    ids = (np.arange(past, dtype=np.int64) * 37 + 11) % 997
-    total, times = 0, []
+    ids = (np.arange(past, dtype=np.int64) * 37 + 11) % 251
+    total, times, tokens = 0, [], []
     for step in range(1 + warmup + iters):
         new = len(ids)
         feeds = {"input_ids": ids[None], "attention_mask": np.ones((1, total + new), np.int64), **cache}
@@ -57,12 +59,16 @@ def ort_loop(model, past, warmup, iters, threads):
         cache = {n: got["present." + n[len("past_key_values."):]] for n in cache}
         total += new
         ids = np.array([int(got["logits"][0, -1].argmax())], np.int64)
-    return {"median_ms": statistics.median(times), "mean_ms": statistics.fmean(times)}
+        tokens.append(int(ids[0]))
+    return {"median_ms": statistics.median(times), "mean_ms": statistics.fmean(times), "tokens": tokens[:-1]}
 
 
 def octet_loop(octet, model, mode, past, warmup, iters, threads, profile):
+    extra = []
+    if mode == "unfused":  # octet before fuse_grouped_attention: the baseline
+        mode, extra = "session", ["--disable", "fuse_grouped_attention"]
     cmd = [octet, "bench-decode", model, "--mode", mode, "--past", str(past), "--warmup", str(warmup),
-           "--iters", str(iters), "--threads", str(threads)] + (["--profile"] if profile else [])
+           "--iters", str(iters), "--threads", str(threads)] + extra + (["--profile"] if profile else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -82,10 +88,10 @@ def main():
         print(json.dumps(ort_loop(a.model, a.past, a.warmup, a.iters, a.threads)))
         return
     load_before = os.getloadavg()
-    results = {"onnxruntime": [], "octet in-place": [], "octet session": []}
-    last = {}
+    results = {"onnxruntime": [], "octet in-place": [], "octet session": [], "octet unfused": []}
+    last, tokens = {}, {}
     for r in range(a.rounds):
-        order = list(results)[r % 3:] + list(results)[:r % 3]
+        order = list(results)[r % 4:] + list(results)[:r % 4]
         for engine in order:
             if engine == "onnxruntime":
                 out = subprocess.run([sys.executable, __file__, "--ort-child", "--octet", a.octet, "--model", a.model,
@@ -97,11 +103,13 @@ def main():
                                  a.profile and r == a.rounds - 1)
                 last[engine] = got
             results[engine].append(got["median_ms"])
+            tokens.setdefault(engine, got["tokens"])
             print(f"round {r}: {engine}: {got['median_ms']:.2f} ms", file=sys.stderr)
     summary = {e: statistics.median(v) for e, v in results.items()}
     ort_ms = summary["onnxruntime"]
     print(json.dumps({"model": a.model, "past": a.past, "threads": a.threads, "rounds": results,
                       "median_ms": summary, "ort_over_octet": {e: ort_ms / v for e, v in summary.items()},
+                      "same_greedy_tokens_as_onnxruntime": {e: t == tokens["onnxruntime"] for e, t in tokens.items()},
                       "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
                       "octet_nodes": {e: [v.get("nodes_before"), v.get("nodes_after")] for e, v in last.items()},
                       **({"profile": {e: v.get("profile") for e, v in last.items()}} if a.profile else {})},

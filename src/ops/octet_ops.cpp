@@ -82,6 +82,7 @@ void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "MatMulBias", infer_matmul_bias});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
   register_octet_attention_op(r);
+  register_octet_grouped_attention_op(r);
   register_octet_quant_ops(r);
 }
 

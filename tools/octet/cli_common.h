@@ -31,6 +31,7 @@ void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_optimize_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_bench_decode_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_legalize_command(CLI::App& app);

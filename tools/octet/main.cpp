@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   octet::cli::add_optimize_command(app);
   octet::cli::add_quantize_command(app);
   octet::cli::add_bench_command(app);
+  octet::cli::add_bench_decode_command(app);
   octet::cli::add_check_command(app);
   octet::cli::add_legalize_command(app);
   octet::cli::add_generate_command(app);

@@ -10,6 +10,7 @@ namespace octet {
 // Fills the optimized registry: every family below.
 void register_cpu_kernels(KernelRegistry& r);
 
+void register_cpu_grouped_attention(KernelRegistry& r);  // octet.GroupedAttention, octet.CachedAttention, float32 (grouped_attention.cpp)
 void register_cpu_attention(KernelRegistry& r);  // octet.Attention, float32 (attention.cpp); calls the next
 void register_cpu_qattention(KernelRegistry& r);  // octet.QAttention, float32 (qattention*.cpp)
 

@@ -17,6 +17,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   dnnl_cpu::register_qgemm_onnx(r);   // MatMulInteger, QLinearMatMul (oneDNN int8)
   cpu::register_cpu_quantize(r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
   register_cpu_attention(r);          // octet.Attention, octet.QAttention
+  register_cpu_grouped_attention(r);  // octet.GroupedAttention, octet.CachedAttention
   cpu::register_cpu_data_movement(r); // Transpose, Slice, Concat, Split, Gather (any byte-sized dtype)
 }
 

@@ -12,6 +12,7 @@ void register_ref_linalg(KernelRegistry& r);        // MatMul, Gemm, Conv, Einsu
 void register_ref_quant(KernelRegistry& r);         // Q/DQ, DynamicQuantizeLinear, integer matmuls, MatMulNBits
 void register_ref_vision(KernelRegistry& r);        // BatchNormalization, Resize (ref_vision*.cpp)
 void register_ref_octet(KernelRegistry& r);         // octet.Gelu, octet.MatMulBias, octet.RMSNormalization (fusions)
+void register_ref_grouped_attention(KernelRegistry& r);  // octet.GroupedAttention, octet.CachedAttention (ref_grouped_attention.cpp)
 void register_ref_attention(KernelRegistry& r);     // octet.Attention (ref_attention.cpp; called by register_ref_octet)
 void register_ref_octet_quant(KernelRegistry& r);   // octet.QMatMul (ref_octet_quant.cpp; called by register_ref_octet)
 void register_ref_qattention(KernelRegistry& r);    // octet.QAttention (ref_qattention.cpp; called by register_ref_attention)

@@ -97,6 +97,7 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "MatMulBias", matmul_bias_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
   register_ref_attention(r);
+  register_ref_grouped_attention(r);
   register_ref_octet_quant(r);
 }
 

@@ -22,6 +22,7 @@ Pass fuse_qdq_matmul();    // MatMul/Gemm on Q/DQ'd activation and int8 weight [
 Pass conv_patches_to_matmul();  // Conv with stride == kernel, no padding        -> patch Transpose + MatMul
 Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)          -> octet.MatMulBias
 Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge      -> octet.Attention
+Pass fuse_grouped_attention();  // Q.K^T over present K/V [repeat_kv], scale, [Where], [mask], Softmax, .V -> octet.GroupedAttention
 Pass fuse_attention_slices();  // (Q)Attention on Slices/Split of packed QKV channels -> reads in place
 Pass fuse_attention_qkv();     // Attention on three MatMulBias of one input    -> one packed projection
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual

@@ -1,0 +1,255 @@
+// Attention over a KV cache as transformers' decoders with past export it
+// -> octet.GroupedAttention(Q, K, V [, mask] [, keep]) (src/ops/octet_grouped_attention.cpp).
+//
+// Pattern (anchored at the Softmax), on the heads-split 4-D tensors:
+//   K [B,G,T,D] (present.N.key: Concat(past, new) stays, the model's output)
+//     [-> repeat_kv: Unsqueeze(axes [2]) -> Expand [B,G,n,T,D] -> Reshape [B,G*n,T,D]]
+//     -> Transpose(0,1,3,2)
+//   MatMul(Q [B,H,S,D], K^T) -> Div|Mul by a scalar constant
+//     [-> Where(keep, s, fill constant)]   (GPT-2's causal Where)
+//     [-> Add(., mask)]                    (Llama's [B,1,S,T] causal+padding mask; GPT-2's padding)
+//   -> Softmax(-1) -> MatMul(., V [repeat_kv'd as K]) -> Transpose(0,2,1,3) -> Reshape [B,S,H*Dv]
+// Llama (GQA, G = 3 of H = 9 for SmolLM2) and GPT-2 (MHA, G = H) both write it. RoPE and
+// the mask construction stay in the graph; fuse_attention runs first and keeps the
+// attention blocks it fuses (prompt-only exports), so this pass only takes what it leaves.
+//
+// repeat_kv is accepted only when inference proved its shapes: the Expand's result is
+// [B,G,n,T,D] with the Unsqueeze's input dims around a constant n, and the Reshape merges
+// G and n into H = G*n, so query head h reads key/value head h / n, as the op defines.
+// The shape arithmetic feeding the swallowed nodes dies with them (dead code removal);
+// results inside the chain read by anything else (but shape computations feeding only the
+// chain) leave the block alone.
+#include <cmath>
+#include <set>
+
+#include "ops/infer.h"
+#include "passes/pattern.h"
+#include "passes/rewrites/rewrites.h"
+
+namespace octet::passes {
+namespace {
+
+struct Match {
+  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr, *keep = nullptr;
+  double scale = 1, fill = 0;
+  Node* softmax = nullptr;
+  Node* reshape = nullptr;  // the final Reshape, whose output Y replaces
+  std::vector<Node*> nodes;
+};
+
+const std::optional<DimVector>& dims(const Value* v) { return v->type.dims; }
+
+std::optional<int64_t> dim_at(const Value* v, size_t axis) {
+  const auto& d = dims(v);
+  if (!d || d->size() <= axis) return std::nullopt;
+  return (*d)[axis].constant();
+}
+
+bool rank_is(const Value* v, size_t rank) { return dims(v) && dims(v)->size() == rank; }
+
+bool perm_is(const Node* t, std::vector<int64_t> perm) { return t->attr_ints("perm") == perm; }
+
+bool ints_constant_is(const Value* v, std::vector<int64_t> want) {
+  const Tensor* t = constant_value(v);
+  if (!t || t->dtype() != DType::Int64 || t->numel() != static_cast<int64_t>(want.size())) return false;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (t->data<int64_t>()[i] != want[i]) return false;
+  return true;
+}
+
+// `x` when it is a plain [B,G,T,D] key/value tensor, or the input of a repeat_kv chain that
+// makes it [B,G*n,T,D]; nodes of the chain are appended. nullptr when neither.
+Value* through_repeat_kv(Value* x, std::vector<Node*>& nodes) {
+  if (!rank_is(x, 4)) return nullptr;
+  Node* reshape = producer(x, "Reshape");
+  if (!reshape) return x;
+  Node* expand = producer(reshape->input(0), "Expand");
+  Node* unsq = expand ? producer(expand->input(0), "Unsqueeze") : nullptr;
+  if (!unsq || !single_use(reshape->input(0)) || !single_use(expand->input(0))) return nullptr;
+  Value* kv = unsq->input(0);
+  const bool axes_ok = unsq->inputs().size() == 2 ? ints_constant_is(unsq->input(1), {2})
+                                                  : unsq->attr_ints("axes") == std::vector<int64_t>{2};
+  if (!axes_ok || !rank_is(kv, 4) || !rank_is(expand->output(0), 5)) return nullptr;
+  const DimVector &in = *dims(kv), &ex = *dims(expand->output(0)), &out = *dims(x);
+  const auto n = ex[2].constant(), g = in[1].constant(), h = out[1].constant();
+  if (!n || !g || !h || *h != *g * *n) return nullptr;
+  if (!(ex[0] == in[0] && ex[1] == in[1] && ex[3] == in[2] && ex[4] == in[3])) return nullptr;
+  if (!(out[0] == in[0] && out[2] == in[2] && out[3] == in[3])) return nullptr;
+  nodes.insert(nodes.end(), {reshape, expand, unsq});
+  return kv;
+}
+
+bool match(Node* softmax, Match& m) {
+  m.softmax = softmax;
+  const int64_t axis = softmax->attr_int("axis", -1);
+  Value* s = softmax->input(0);
+  if (!rank_is(s, 4) || (axis != -1 && axis != 3) || !single_use(s)) return false;
+  m.nodes.push_back(softmax);
+  // [Add(., mask)]
+  // The scores are the operand made by the scaling (or by a Where over it); the mask,
+  // itself often a Where, is the other.
+  if (Node* add = producer(s, "Add")) {
+    auto scaled = [](const Value* x) {
+      return producer(x, "Div") || producer(x, "Mul");
+    };
+    auto is_scores = [&](const Value* x) {
+      if (!single_use(x)) return false;
+      const Node* w = producer(x, "Where");
+      return scaled(x) || (w && scaled(w->input(1)));
+    };
+    const int i = is_scores(add->input(0)) ? 0 : is_scores(add->input(1)) ? 1 : -1;
+    if (i < 0 || !rank_is(add->output(0), 4)) return false;
+    m.mask = add->input(1 - i);
+    s = add->input(i);
+    m.nodes.push_back(add);
+  }
+  // [Where(keep, s, fill)]
+  if (Node* where = producer(s, "Where")) {
+    const auto fill = scalar_constant(where->input(2));
+    if (!fill || !single_use(where->input(1)) || where->input(0)->type.dtype != DType::Bool ||
+        !rank_is(where->output(0), 4))
+      return false;
+    m.keep = where->input(0);
+    m.fill = *fill;
+    s = where->input(1);
+    m.nodes.push_back(where);
+  }
+  // Div|Mul by a scalar constant
+  Node* sc = producer(s, "Div");
+  if (!sc) sc = producer(s, "Mul");
+  if (!sc) return false;
+  Value* prod = nullptr;
+  for (int i = 0; i < 2 && !prod; ++i) {
+    const auto c = scalar_constant(sc->input(1 - i));
+    if (!c || (is_op(sc, "Div") && i == 1)) continue;
+    if (!is_scalar(sc->input(1 - i), *c, sc->input(i))) continue;
+    prod = sc->input(i);
+    m.scale = is_op(sc, "Div") ? 1.0 / *c : *c;
+  }
+  if (!prod || !single_use(prod) || !std::isfinite(m.scale) || m.scale == 0) return false;
+  m.nodes.push_back(sc);
+  Node* qk = producer(prod, "MatMul");
+  if (!qk) return false;
+  m.nodes.push_back(qk);
+  m.q = qk->input(0);
+  Node* kt = producer(qk->input(1), "Transpose");
+  if (!kt || !perm_is(kt, {0, 1, 3, 2}) || !single_use(qk->input(1)) || !rank_is(m.q, 4)) return false;
+  m.nodes.push_back(kt);
+  if (kt->input(0)->producer() && is_op(kt->input(0)->producer(), "Reshape") && !single_use(kt->input(0)))
+    return false;
+  m.k = through_repeat_kv(kt->input(0), m.nodes);
+  // After the Softmax: MatMul(P, V) -> Transpose(0,2,1,3) -> Reshape [B,S,H*Dv]
+  Node* pv = sole_consumer(softmax->output(0));
+  if (!m.k || !pv || !is_op(pv, "MatMul") || pv->input(0) != softmax->output(0)) return false;
+  m.nodes.push_back(pv);
+  Value* vx = pv->input(1);
+  if (vx->producer() && is_op(vx->producer(), "Reshape") && !single_use(vx)) return false;
+  m.v = through_repeat_kv(vx, m.nodes);
+  Node* tr = sole_consumer(pv->output(0));
+  if (!m.v || !tr || !is_op(tr, "Transpose") || !perm_is(tr, {0, 2, 1, 3})) return false;
+  m.nodes.push_back(tr);
+  // The merge Reshape; other readers (GPT-2 takes the merged shape from Shape nodes) must
+  // die with the chain (dying_readers).
+  m.reshape = nullptr;
+  if (tr->output(0)->is_graph_output()) return false;
+  for (const Use& u : tr->output(0)->uses())
+    if (is_op(u.node, "Reshape") && u.index == 0) {
+      if (m.reshape) return false;
+      m.reshape = u.node;
+    }
+  if (!m.reshape) return false;
+  m.nodes.push_back(m.reshape);
+  // Shapes: Q [B,H,S,D], K [B,G,T,D], V [B,G,T,Dv], Y [B,S,H*Dv], H a multiple of G.
+  const auto h = dim_at(m.q, 1), g = dim_at(m.k, 1), d = dim_at(m.q, 3), dk = dim_at(m.k, 3), dv = dim_at(m.v, 3);
+  if (!h || !g || !d || !dk || !dv || *d != *dk || *g < 1 || *h % *g != 0 || dim_at(m.v, 1) != g) return false;
+  const Value* y = m.reshape->output(0);
+  if (!rank_is(y, 3) || dim_at(y, 2) != std::optional<int64_t>(*h * *dv)) return false;
+  // Y keeps Q's batch and H*Dv channels, so its middle dim is S: the Reshape merged only
+  // the heads. (Its inferred middle dim may be written differently: GPT-2's causal slice
+  // makes it max(min(256, past+S) - past, S).)
+  if (!((*dims(y))[0] == (*dims(m.q))[0])) return false;
+  if (m.q->type.dtype != DType::Float32 || m.k->type.dtype != DType::Float32 ||
+      m.v->type.dtype != DType::Float32)
+    return false;
+  if (m.mask && (m.mask->type.dtype != DType::Float32 || !dims(m.mask) || dims(m.mask)->size() > 4)) return false;
+  if (m.keep && (!dims(m.keep) || dims(m.keep)->size() > 4)) return false;
+  return true;
+}
+
+// Shape computations reading results inside the chain; false when one of them (or what it
+// feeds) reaches anything that outlives the chain.
+bool dying_readers(const Match& m, std::vector<Node*>& dying) {
+  constexpr size_t kMaxDying = 64;
+  const std::set<const Node*> chain(m.nodes.begin(), m.nodes.end());
+  std::set<const Node*> seen;
+  std::vector<Node*> work;
+  for (const Node* n : m.nodes) {
+    if (n == m.reshape) continue;  // its readers move to Y
+    for (const Value* out : n->outputs()) {
+      if (!out) continue;
+      if (out->is_graph_output() || read_by_subgraph(out)) return false;
+      for (const Use& u : out->uses())
+        if (!chain.count(u.node)) work.push_back(u.node);
+    }
+  }
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    if (chain.count(n) || !seen.insert(n).second) continue;
+    if (!n->implicit_inputs().empty() || seen.size() > kMaxDying) return false;
+    dying.push_back(n);
+    for (const Value* out : n->outputs()) {
+      if (!out) continue;
+      if (out->is_graph_output() || read_by_subgraph(out)) return false;
+      for (const Use& u : out->uses()) work.push_back(u.node);
+    }
+  }
+  for (const Value* in : {m.q, m.k, m.v, m.mask, m.keep})
+    if (in && in->producer() && (seen.count(in->producer()) || chain.count(in->producer()))) return false;
+  return true;
+}
+
+bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& removed) {
+  std::vector<Node*> dying;
+  if (!dying_readers(m, dying) || read_by_subgraph(m.reshape->output(0))) return false;
+  GraphPatch patch = make_patch(g);
+  std::vector<Value*> inputs = {m.q, m.k, m.v, m.mask, m.keep};
+  if (!m.keep) inputs.pop_back();
+  if (!m.keep && !m.mask) inputs.pop_back();
+  std::vector<Attribute> attrs = {Attribute::make_float("scale", static_cast<float>(m.scale))};
+  if (m.keep) attrs.push_back(Attribute::make_float("fill", static_cast<float>(m.fill)));
+  Node* fused = patch.add_node("GroupedAttention", inputs, 1, std::move(attrs), "octet",
+                               m.softmax->name() + "_grouped_attention");
+  if (!can_replace(m.reshape->output(0), fused->output(0))) return false;
+  patch.replace_uses(m.reshape->output(0), fused->output(0));
+  for (Node* n : m.nodes) patch.remove_node(n);
+  for (Node* n : dying) patch.remove_node(n);
+  if (!ctx.apply(patch)) return false;
+  import_octet_domain(g);
+  const bool grouped = dim_at(m.q, 1) != dim_at(m.k, 1);
+  ctx.count(std::string("octet.GroupedAttention(") + (grouped ? "gqa" : "mha") + (m.keep ? ", keep" : "") +
+            (m.mask ? ", mask" : "") + ")");
+  removed = m.nodes;
+  removed.insert(removed.end(), dying.begin(), dying.end());
+  return true;
+}
+
+bool run(Graph& g, PassContext& ctx) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n) || !is_op(n, "Softmax")) continue;
+    Match m;
+    if (!match(n, m)) continue;
+    bool stale = false;
+    for (const Node* p : m.nodes) stale |= removed.contains(p);
+    std::vector<Node*> gone;
+    if (!stale && apply(g, ctx, m, gone)) removed.add(gone);
+  }
+  return removed.any();
+}
+
+}  // namespace
+
+Pass fuse_grouped_attention() { return {"fuse_grouped_attention", run}; }
+
+}  // namespace octet::passes

@@ -1,0 +1,218 @@
+// octet.GroupedAttention / octet.CachedAttention: the reference kernel against a literal
+// recomputation (K/V repeated per head, the fill, the mask, softmax), the cached form
+// against the plain one on the concatenated cache, and the optimized kernel
+// (kernels/cpu/grouped_attention.cpp) against the reference on every ISA level the machine
+// has: one query token (the decode step) and chunks, past 0 and 1, odd lengths and head
+// sizes, GQA and MHA, capacity above the length, every mask/keep broadcast, several
+// threads. Bad inputs: heads not a multiple of the key/value heads, a cache too small.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cpu_test_util.h"
+
+namespace octet {
+namespace {
+
+using testing::CpuCall;
+using testing::random_f32;
+
+struct Case {
+  int64_t batch, heads, groups, q_len, past, head_k, head_v;
+  std::vector<int64_t> mask_shape = {}, keep_shape = {};  // empty: absent
+  int threads = 1;
+  int64_t capacity_extra = 3;  // cached form: capacity - (past + q_len)
+};
+
+std::string describe(const Case& c) {
+  return "B" + std::to_string(c.batch) + " H" + std::to_string(c.heads) + " G" + std::to_string(c.groups) + " S" +
+         std::to_string(c.q_len) + " past" + std::to_string(c.past) + " Dk" + std::to_string(c.head_k) + " Dv" +
+         std::to_string(c.head_v) + " mask" + std::to_string(c.mask_shape.size()) + " keep" +
+         std::to_string(c.keep_shape.size()) + " threads" + std::to_string(c.threads);
+}
+
+Tensor keep_pattern(const std::vector<int64_t>& shape) {
+  Tensor t(DType::Bool, shape);
+  const int64_t row = shape.back();
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_raw()[i] = (i % row) % 4 != 1 || i % row == 0;
+  return t;
+}
+
+Tensor mask_pattern(const std::vector<int64_t>& shape) {
+  Tensor t = random_f32(shape, 9, -1, 1);
+  const int64_t row = shape.back();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if ((i % row) % 5 == 3) t.mutable_data<float>()[i] = std::numeric_limits<float>::lowest();
+  return t;
+}
+
+struct Inputs {
+  Tensor q, k, v;  // k, v: all past + q_len rows
+  std::optional<Tensor> mask, keep;
+};
+
+Inputs make_inputs(const Case& c) {
+  const int64_t t = c.past + c.q_len;
+  Inputs in{random_f32({c.batch, c.heads, c.q_len, c.head_k}, 1), random_f32({c.batch, c.groups, t, c.head_k}, 2),
+            random_f32({c.batch, c.groups, t, c.head_v}, 3), std::nullopt, std::nullopt};
+  if (!c.mask_shape.empty()) in.mask = mask_pattern(c.mask_shape);
+  if (!c.keep_shape.empty()) in.keep = keep_pattern(c.keep_shape);
+  return in;
+}
+
+std::vector<Attribute> attrs(const Case& c) {
+  std::vector<Attribute> a = {Attribute::make_float("scale", 1.0f / std::sqrt(float(c.head_k)))};
+  if (!c.keep_shape.empty()) a.push_back(Attribute::make_float("fill", std::numeric_limits<float>::lowest()));
+  return a;
+}
+
+CpuCall grouped_call(const Case& c, const Inputs& in) {
+  CpuCall call{"GroupedAttention", {in.q, in.k, in.v, in.mask, in.keep}, attrs(c), "octet"};
+  if (!in.keep) call.inputs.pop_back();
+  if (!in.keep && !in.mask) call.inputs.pop_back();
+  call.threads = c.threads;
+  return call;
+}
+
+// Copies rows [from, to) of [B, G, T, D] into a [B, G, to - from, D] tensor (at `cap` rows).
+Tensor rows(const Tensor& x, int64_t from, int64_t to, int64_t cap) {
+  const auto& s = x.shape();
+  Tensor out(DType::Float32, {s[0], s[1], cap, s[3]});
+  for (int64_t bg = 0; bg < s[0] * s[1]; ++bg)
+    for (int64_t j = from; j < to; ++j)
+      std::copy_n(x.data<float>() + (bg * s[2] + j) * s[3], s[3], out.mutable_data<float>() + (bg * cap + j - from) * s[3]);
+  return out;
+}
+
+CpuCall cached_call(const Case& c, const Inputs& in, Tensor& kc, Tensor& vc) {
+  const int64_t t = c.past + c.q_len, cap = t + c.capacity_extra;
+  kc = rows(in.k, 0, c.past, cap);
+  vc = rows(in.v, 0, c.past, cap);
+  CpuCall call{"CachedAttention",
+               {in.q, rows(in.k, c.past, t, c.q_len), rows(in.v, c.past, t, c.q_len), kc, vc,
+                Tensor::from_vector<int64_t>({1}, {c.past}), in.mask, in.keep},
+               attrs(c), "octet"};
+  if (!in.keep) call.inputs.pop_back();
+  if (!in.keep && !in.mask) call.inputs.pop_back();
+  call.threads = c.threads;
+  return call;
+}
+
+// The definition, literally: K/V repeated to H heads, scores in double, fill, mask, softmax.
+Tensor literal(const Case& c, const Inputs& in) {
+  const int64_t t = c.past + c.q_len, n = c.heads / c.groups;
+  Tensor y(DType::Float32, {c.batch, c.q_len, c.heads * c.head_v});
+  auto at = [](const Tensor& m, int64_t b, int64_t h, int64_t i, int64_t j) -> int64_t {
+    const auto& s = m.shape();
+    int64_t idx[4] = {b, h, i, j}, off = 0;
+    for (size_t a = 0; a < s.size(); ++a) off = off * s[a] + (s[a] == 1 ? 0 : idx[4 - s.size() + a]);
+    return off;
+  };
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < c.q_len; ++i) {
+        std::vector<double> s(t);
+        for (int64_t j = 0; j < t; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.head_k; ++d)
+            dot += double(in.q.data<float>()[((b * c.heads + h) * c.q_len + i) * c.head_k + d]) *
+                   in.k.data<float>()[((b * c.groups + h / n) * t + j) * c.head_k + d];
+          float sj = float(dot / std::sqrt(double(c.head_k)));
+          if (in.keep && !in.keep->raw()[at(*in.keep, b, h, i, j)]) sj = std::numeric_limits<float>::lowest();
+          if (in.mask) sj += in.mask->data<float>()[at(*in.mask, b, h, i, j)];
+          s[j] = sj;
+        }
+        const double mx = *std::max_element(s.begin(), s.end());
+        double sum = 0;
+        for (double& x : s) sum += x = std::exp(x - mx);
+        for (int64_t d = 0; d < c.head_v; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < t; ++j) acc += s[j] * in.v.data<float>()[((b * c.groups + h / n) * t + j) * c.head_v + d];
+          y.mutable_data<float>()[(b * c.q_len + i) * c.heads * c.head_v + h * c.head_v + d] = float(acc / sum);
+        }
+      }
+  return y;
+}
+
+std::vector<Case> cases() {
+  return {
+      {1, 9, 3, 1, 128, 64, 64, {1, 1, 1, 129}},          // SmolLM2's decode step
+      {1, 9, 3, 1, 0, 64, 64, {1, 1, 1, 1}},              // past 0, one token
+      {1, 4, 2, 1, 1, 16, 16},                            // past 1, no mask
+      {2, 4, 2, 5, 7, 16, 16, {2, 1, 5, 12}},             // a prefill chunk after a past
+      {2, 6, 3, 7, 0, 8, 5, {2, 1, 7, 7}, {}, 2},         // prompt, odd Dv, 2 threads
+      {1, 4, 4, 3, 6, 13, 13, {1, 1, 1, 9}, {1, 1, 3, 9}},  // GPT-2: MHA, keep + padding mask
+      {3, 2, 1, 1, 31, 7, 9, {}, {3, 1, 1, 32}},          // keep only, batch 3, odd sizes
+      {1, 8, 2, 33, 100, 64, 64, {1, 1, 33, 133}, {}, 2},  // long chunk, threads
+  };
+}
+
+TEST(GroupedAttention, ReferenceIsTheDefinition) {
+  for (const Case& c : cases()) {
+    const Inputs in = make_inputs(c);
+    const Tensor want = literal(c, in);
+    const Tensor got = testing::run_call(grouped_call(c, in), KernelChoice::Reference).at(0);
+    testing::expect_close(got, want, {1e-5, 1e-6}, describe(c));
+  }
+}
+
+TEST(GroupedAttention, OptimizedMatchesReferenceOnEveryIsa) {
+  for (const Case& c : cases()) testing::expect_matches_reference(grouped_call(c, make_inputs(c)), {2e-5, 2e-6}, describe(c));
+}
+
+TEST(CachedAttention, EqualsGroupedAttentionOnTheConcatenatedCacheAndWritesTheNewRows) {
+  for (const Case& c : cases()) {
+    const Inputs in = make_inputs(c);
+    const Tensor want = testing::run_call(grouped_call(c, in), KernelChoice::Reference).at(0);
+    for (KernelChoice choice : {KernelChoice::Reference, KernelChoice::Optimized}) {
+      Tensor kc, vc;
+      const CpuCall call = cached_call(c, in, kc, vc);
+      const Tensor got = testing::run_call(call, choice).at(0);
+      testing::expect_close(got, want, {2e-5, 2e-6}, describe(c));
+      // The caches now hold every row, past and new; the rows beyond stay as they were (0).
+      const int64_t t = c.past + c.q_len;
+      testing::expect_close(rows(kc, 0, t, t), in.k, testing::kExact, describe(c) + " K cache");
+      testing::expect_close(rows(vc, 0, t, t), in.v, testing::kExact, describe(c) + " V cache");
+      for (int64_t i = 0; i < kc.numel(); ++i) {
+        if ((i / c.head_k) % kc.shape()[2] >= t) {
+          ASSERT_EQ(kc.data<float>()[i], 0.0f) << describe(c);
+        }
+      }
+    }
+  }
+  // The optimized kernel on every ISA path.
+  for (const Case& c : cases()) {
+    Tensor kc, vc;
+    testing::expect_matches_reference(cached_call(c, make_inputs(c), kc, vc), {2e-5, 2e-6}, describe(c) + " cached");
+  }
+}
+
+TEST(GroupedAttention, RejectsHeadsNotAMultipleOfKeyValueHeads) {
+  Case c{1, 5, 2, 1, 3, 8, 8};
+  Case ok{1, 4, 2, 1, 3, 8, 8};
+  Inputs in = make_inputs(ok);
+  in.q = random_f32({1, 5, 1, 8}, 1);
+  try {
+    testing::run_call(grouped_call(c, in), KernelChoice::Reference);
+    FAIL() << "accepted 5 heads over 2 key/value heads";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a multiple"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CachedAttention, RejectsACacheTooSmall) {
+  Case c{1, 4, 2, 2, 3, 8, 8};
+  c.capacity_extra = -1;
+  const Inputs in = make_inputs(c);
+  Tensor kc, vc;
+  try {
+    testing::run_call(cached_call(c, in, kc, vc), KernelChoice::Optimized);
+    FAIL() << "wrote past the cache capacity";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace octet

@@ -1,5 +1,6 @@
 #include "generate/runner_factory.h"
 
+#include "generate/in_place_kv_runner.h"
 #include "generate/portable_runner.h"
 #include "onnx/model_io.h"
 #include "passes/pipeline.h"
@@ -17,9 +18,15 @@ std::shared_ptr<const Session> load_session(const std::string& path, const Runne
 }
 
 std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options) {
-  // The in-place runner slots in here once the kvcache branch merges:
-  //   if (auto runner = make_in_place_runner(...)) return runner;
-  // (it returns nullptr when its fusion does not apply to the model).
+  // A decoder-only export whose attention with past fuses runs in place: the cache lives
+  // in the runner's buffers and a step writes only its new rows. A seq2seq decoder (its
+  // first step is another file, its cross-attention cache is read, never appended) and an
+  // unoptimized run take the portable runner, as does any model the fusion does not fit.
+  if (files.first.empty() && options.optimization_level >= 2) {
+    Model model = load_model(files.with_past);
+    if (auto runner = make_in_place_runner(std::shared_ptr<Graph>(std::move(model.graph)), options.session))
+      return runner;
+  }
   std::shared_ptr<const Session> first = files.first.empty() ? nullptr : load_session(files.first, options);
   return std::make_unique<PortableRunner>(load_session(files.with_past, options), std::move(first));
 }

@@ -1,5 +1,5 @@
 // Picks the DecoderRunner for a decoder export: the in-place runner (cached attention,
-// the kvcache work) where its fusion applies, else the portable one. Loading and
+// in_place_kv_runner.h) where its fusion applies, else the portable one. Loading and
 // optimizing the files happens here too, so callers (the public API, tests, the CLI) only
 // name files.
 #pragma once

@@ -116,11 +116,6 @@ void Session::select_kernels() {
       if (nodes.size() > 1) msg << " and " << nodes.size() - 1 << " more";
       msg << ")";
     }
-    // Optimum's merged decoders (decoder_model_merged.onnx) branch on use_cache_branch
-    // with an If: say what runs instead.
-    if (std::any_of(missing.begin(), missing.end(), [](const auto& m) { return m.first.rfind("ai.onnx::If ", 0) == 0; }))
-      msg << "\n  (If: a merged decoder's use_cache_branch switch? octet runs the separate exports instead: "
-             "decoder_model.onnx for the prompt, decoder_with_past_model.onnx for the steps)";
     fail(msg.str());
   }
 

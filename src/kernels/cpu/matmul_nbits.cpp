@@ -3,9 +3,8 @@
 //
 // Two paths, both threaded over N:
 //   - decode (A has at most kNbitsMaxRows rows): memory-bound. Each weight byte is read
-//     once and dequantized in registers (simd/nbits_gemv_*.cpp); the zero points enter as
-//     one correction per block, zero * scale * sum(a over the block), so the inner loop only
-//     multiplies raw codes. This is the GEMV the decode step spends its time in.
+//     once and dequantized in registers (simd/nbits_gemv_*.cpp), zero point included; the
+//     block scale applies once per block. This is the GEMV the decode step spends its time in.
 //   - prefill (more rows): compute-bound. Each thread dequantizes a panel of kPanel columns
 //     into a per-thread buffer and multiplies it with oneDNN's sgemm; the float weights never
 //     exist whole.
@@ -47,7 +46,8 @@ struct NbitsState : KernelState {
   int64_t K = 0, N = 0, block = 0, k_blocks = 0;
   std::shared_ptr<const Tensor> b;  // uint8 [N, k_blocks, block * bits / 8], as in the file
   std::vector<float> scales;        // [N, k_blocks]
-  std::vector<float> zero_scales;   // [N, k_blocks]: zero point * scale
+  std::vector<float> zeros;         // [N, k_blocks]: zero points as floats
+  std::vector<float> zero_scales;   // [N, k_blocks]: zero point * scale (the prefill path)
   std::vector<float> bias;          // [N] or empty
 };
 
@@ -87,22 +87,23 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   const float* ps = vs->constant()->data<float>();
   s->scales.assign(ps, ps + count);
   s->zero_scales.resize(static_cast<size_t>(count));
+  s->zeros.resize(static_cast<size_t>(count));
   const int mask = (1 << s->bits) - 1;
   for (int64_t n = 0; n < s->N; ++n)
     for (int64_t kb = 0; kb < s->k_blocks; ++kb) {
       const int64_t bit = kb * s->bits;
       const int zero = zp ? (zp[n * zp_row + bit / 8] >> (bit % 8)) & mask : 1 << (s->bits - 1);
+      s->zeros[n * s->k_blocks + kb] = static_cast<float>(zero);
       s->zero_scales[n * s->k_blocks + kb] = static_cast<float>(zero) * s->scales[n * s->k_blocks + kb];
     }
   out = std::move(s);
   return true;
 }
 
-// Decode: A's rows arranged as nbits_table.h wants, their block sums, then the GEMV.
+// Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.
 void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, float* y) {
   const int64_t kp = s.k_blocks * s.block;
-  float* arranged = thread_scratch_as<float>(Scratch::NbitsA, rows * kp + rows * s.k_blocks);
-  float* block_sums = arranged + rows * kp;
+  float* arranged = thread_scratch_as<float>(Scratch::NbitsA, rows * kp);
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = a + r * s.K;
     float* dst = arranged + r * kp;
@@ -114,28 +115,18 @@ void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int
       else
         std::memcpy(dst + c, run, sizeof run);
     }
-    for (int64_t kb = 0; kb < s.k_blocks; ++kb) {
-      float sum = 0.0f;
-      for (int64_t j = 0; j < s.block; ++j) sum += dst[kb * s.block + j];
-      block_sums[r * s.k_blocks + kb] = sum;
-    }
   }
   NbitsGemvArgs g;
   g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
-  g.b = s.b->raw(), g.scales = s.scales.data(), g.a = arranged, g.y = y, g.ldy = s.N;
+  g.b = s.b->raw(), g.scales = s.scales.data(), g.zeros = s.zeros.data(), g.a = arranged, g.y = y, g.ldy = s.N;
   const NbitsTable& table = nbits_table(active_isa());
   const int64_t chunks = (s.N + 7) / 8;  // 8 columns per task: whole cache lines of y
   parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
     const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
     table.gemv(g, n0, n1);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t n = n0; n < n1; ++n) {
-        const float* zs = &s.zero_scales[n * s.k_blocks];
-        const float* bs = block_sums + r * s.k_blocks;
-        float corr = 0.0f;
-        for (int64_t kb = 0; kb < s.k_blocks; ++kb) corr += zs[kb] * bs[kb];
-        y[r * s.N + n] += (s.bias.empty() ? 0.0f : s.bias[n]) - corr;
-      }
+    if (!s.bias.empty())
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
   });
 }
 

@@ -11,17 +11,17 @@ void gemv_generic(const NbitsGemvArgs& g, int64_t n0, int64_t n1) {
     float acc[kNbitsMaxRows] = {};
     for (int64_t b = 0; b < g.k_blocks; ++b) {
       const uint8_t* q = g.b + (n * g.k_blocks + b) * blob;
-      const float s = g.scales[n * g.k_blocks + b];
+      const float s = g.scales[n * g.k_blocks + b], z = g.zeros[n * g.k_blocks + b];
       for (int64_t r = 0; r < g.rows; ++r) {
         const float* a = g.a + r * kp + b * g.block;
         float dot = 0.0f;
         if (g.bits == 8) {
-          for (int64_t j = 0; j < g.block; ++j) dot += static_cast<float>(q[j]) * a[j];
+          for (int64_t j = 0; j < g.block; ++j) dot += (static_cast<float>(q[j]) - z) * a[j];
         } else {
           for (int64_t c = 0; c < g.block; c += 32)  // 16 bytes: evens then odds in a
             for (int j = 0; j < 16; ++j) {
               const uint8_t byte = q[c / 2 + j];
-              dot += static_cast<float>(byte & 15) * a[c + j] + static_cast<float>(byte >> 4) * a[c + 16 + j];
+              dot += (static_cast<float>(byte & 15) - z) * a[c + j] + (static_cast<float>(byte >> 4) - z) * a[c + 16 + j];
             }
         }
         acc[r] += s * dot;

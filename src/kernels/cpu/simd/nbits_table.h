@@ -9,8 +9,9 @@
 //         elements is stored evens first then odds (a[0], a[2], .., a[30], a[1], .., a[31]),
 //         so one 16-byte load's low nibbles meet the first 16 values and its high nibbles the
 //         next 16 without shuffles. block is a multiple of 32.
-//   Result y[r * ldy + n] = sum_b scale[n, b] * sum_j q[n, b, j] * a[r, b * block + j]
-//                           - zero_scale_dot[r, n] (the zero points' part, added by the caller).
+//   Result y[r * ldy + n] = sum_b scale[n, b] * sum_j (q[n, b, j] - zero[n, b]) * a[r, b * block + j]
+//   (the caller adds the bias). The zero point is subtracted in registers, in the AVX-512
+//   int4 path through the nibble -> float lookup table itself.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct NbitsGemvArgs {
   int64_t block = 0;      // multiple of 32
   const uint8_t* b = nullptr;
   const float* scales = nullptr;  // [N, k_blocks]
+  const float* zeros = nullptr;   // [N, k_blocks], the zero points as floats
   const float* a = nullptr;       // [rows, k_blocks * block], arranged as above
   float* y = nullptr;             // y[r * ldy + n]
   int64_t ldy = 0;
@@ -33,7 +35,7 @@ struct NbitsGemvArgs {
 
 struct NbitsTable {
   const char* name = nullptr;
-  // Columns n0 <= n < n1 of y for every row of A: the weighted sums above, before zero points.
+  // Columns n0 <= n < n1 of y for every row of A: the sums above.
   void (*gemv)(const NbitsGemvArgs& args, int64_t n0, int64_t n1) = nullptr;
 };
 

@@ -234,7 +234,14 @@ std::string WeightOnlyReport::to_text() const {
                   calibration_samples, scaled, awq.size(), rtn, awq_err);
     s += line;
   }
-  for (const auto& [node, why] : kept) s += "  kept float: " + node + ": " + why + "\n";
+  // Kept nodes by reason (a decoder has two activation x activation MatMuls per layer).
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& [node, why] : kept) by_reason[why].push_back(node);
+  for (const auto& [why, nodes] : by_reason) {
+    s += "  kept float (" + std::to_string(nodes.size()) + "): " + why + ": " + nodes[0];
+    if (nodes.size() > 1) s += ", " + nodes[1];
+    s += nodes.size() > 2 ? ", ...\n" : "\n";
+  }
   for (const std::string& n : notes) s += "  note: " + n + "\n";
   return s;
 }

@@ -62,7 +62,6 @@ void Gemv<R, Bits>::run(const NbitsGemvArgs& g, int64_t n0, int64_t n1) {
   }
 }
 
-
 }  // namespace
 
 void fill_nbits_table_avx512(NbitsTable& t) {

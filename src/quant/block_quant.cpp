@@ -18,8 +18,10 @@ BlockQuantized quantize_blocks_rtn(const float* w, int64_t K, int64_t N, int bit
   q.scales.resize(static_cast<size_t>(N * q.k_blocks));
   q.zeros.resize(static_cast<size_t>(N * q.k_blocks));
   const int levels = (1 << bits) - 1, half = 1 << (bits - 1);
-  std::vector<float> v(static_cast<size_t>(block));
-  for (int64_t n = 0; n < N; ++n)
+  // Columns are independent: both cores share them (a 135M model has 135M weights to round).
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    std::vector<float> v(static_cast<size_t>(block));
     for (int64_t kb = 0; kb < q.k_blocks; ++kb) {
       const int64_t k0 = kb * block, len = std::min(block, K - k0);
       for (int64_t j = 0; j < len; ++j) v[j] = w[(k0 + j) * N + n] * (col_scale ? col_scale[k0 + j] : 1.0f);
@@ -45,6 +47,7 @@ BlockQuantized quantize_blocks_rtn(const float* w, int64_t K, int64_t N, int bit
         q.codes[n * K + k0 + j] = static_cast<uint8_t>(std::clamp(r, 0.0f, static_cast<float>(levels)));
       }
     }
+  }
   return q;
 }
 

@@ -25,6 +25,7 @@ namespace {
 // ||W - dequant(W_q)|| / ||W||: how much of the weight the rounding lost.
 double relative_error(const float* w, const BlockQuantized& q) {
   double err = 0, norm = 0;
+#pragma omp parallel for reduction(+ : err, norm) schedule(static)
   for (int64_t k = 0; k < q.K; ++k)
     for (int64_t n = 0; n < q.N; ++n) {
       const double x = w[k * q.N + n], d = x - dequantized(q, k, n);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/sizes.h"
 #include "octet/error.h"
 
 namespace octet::quant {
@@ -11,6 +12,7 @@ BlockQuantized quantize_blocks_rtn(const float* w, int64_t K, int64_t N, int bit
                                    const float* col_scale) {
   if (bits != 4 && bits != 8) fail("weight-only quantization takes 4 or 8 bits, got ", bits);
   if (block <= 0 || K <= 0 || N <= 0) fail("block quantization needs positive K, N and block (", K, ", ", N, ", ", block, ")");
+  checked_numel({K, N}, "weight to quantize");
   BlockQuantized q;
   q.bits = bits, q.K = K, q.N = N, q.block = block, q.symmetric = symmetric;
   q.k_blocks = (K + block - 1) / block;

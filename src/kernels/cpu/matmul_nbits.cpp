@@ -16,6 +16,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/sizes.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dnnl_common.h"
 #include "kernels/cpu/simd/nbits_table.h"
@@ -65,6 +66,9 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   s->bits = static_cast<int>(node.attr_int("bits", 4));
   if (s->K <= 0 || s->N <= 0 || s->block <= 0 || s->block % 32 || (s->bits != 4 && s->bits != 8)) return false;
   s->k_blocks = (s->K + s->block - 1) / s->block;
+  // Attributes from the file: products that would overflow are declined (the reference
+  // kernel's checks then name the node), never wrapped into a size that happens to match.
+  if (!try_numel({s->N, s->k_blocks, s->block}) || !try_numel({kNbitsMaxRows, s->k_blocks, s->block})) return false;
   const int64_t blob = s->block * s->bits / 8, count = s->N * s->k_blocks;
   const Value* vb = constant_value(node, 1);
   const Value* vs = constant_value(node, 2);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -55,33 +56,52 @@ std::string keep_reason(const Node& n, const WeightOnlyOptions& o) {
   return "";
 }
 
-// AWQ: activation statistics of every weight group's input on the calibration samples (the
-// float graph run by octet), the scale search, then the scales folded into the graph.
-void run_awq(const WeightOnlyJob& job, Graph& g, WeightOnlyReport& report) {
+// The model as the rewrite sees it: folded, no dead code or no-ops; still standard ops.
+// Two loads of one file give the same node and value names.
+Model load_clean(const std::filesystem::path& path) {
+  Model m = load_model(path);
+  OptimizeOptions clean;
+  clean.level = 1;
+  optimize(*m.graph, clean);
+  return m;
+}
+
+struct AwqStatistics {
+  std::vector<SmoothGroup> groups;
+  std::map<std::string, ChannelStatsObserver> stats;
+};
+
+// AWQ's activation statistics: every weight group's input on the calibration samples, the
+// float model run by octet. On a load of its own that the session owns, so the session
+// drops the float weights it packed (SessionOptions::release_packed_weights) and all of it
+// is gone before the graph to rewrite is loaded: peak memory stays that of one run.
+AwqStatistics observe_awq(const WeightOnlyJob& job, WeightOnlyReport& report) {
   if (job.calib.empty()) fail("--method awq searches its scales on calibration samples: pass --calib PATH");
   constexpr size_t kKeptRows = 256;  // per activation: the rows the search measures output error on
+  Model model = load_clean(job.model);
+  Graph& g = *model.graph;
   QuantizeOptions plan_options;
   plan_options.exclude = job.options.exclude;
   plan_options.quantize_attention = false;
   plan_options.quantize_embeddings = false;
   for (const Node* n : g.nodes())
     if (job.options.keep_lm_head && is_lm_head(*n)) plan_options.exclude.insert(n->name());
-  const std::vector<SmoothGroup> groups = find_smooth_groups(g, plan_quantization(g, plan_options));
+  AwqStatistics out;
+  out.groups = find_smooth_groups(g, plan_quantization(g, plan_options));
   const CalibrationSource source =
       CalibrationSource::open(job.calib, input_specs(required_inputs(g)), job.calib_samples);
   std::vector<size_t> samples(source.size());
   for (size_t i = 0; i < samples.size(); ++i) samples[i] = i;
   report.calibration_samples = samples.size();
-  std::map<std::string, ChannelStatsObserver> stats;
-  {
-    // The session reads the graph in place (no copy of the weights); it is gone before the
-    // graph changes.
-    std::shared_ptr<const Graph> view(&g, [](const Graph*) {});
-    stats = observe_channels(view, groups, source, samples, kKeptRows,
-                             job.progress ? stderr_progress("AWQ statistics") : ProgressFn{});
-  }
+  out.stats = observe_channels(std::shared_ptr<Graph>(model.graph.release()), out.groups, source, samples,
+                               kKeptRows, job.progress ? stderr_progress("AWQ statistics") : ProgressFn{});
+  return out;
+}
+
+// The scale search on the graph to rewrite, and the scales folded into it.
+void apply_awq(const WeightOnlyJob& job, const AwqStatistics& a, Graph& g, WeightOnlyReport& report) {
   const std::vector<SmoothingDecision> decisions =
-      search_awq_scales(g, groups, stats, {job.options.bits, job.options.block_size(), job.options.symmetric});
+      search_awq_scales(g, a.groups, a.stats, {job.options.bits, job.options.block_size(), job.options.symmetric});
   const std::vector<SmoothFold> folds = apply_smoothing(g, decisions);
   size_t fold = 0;
   for (const SmoothingDecision& d : decisions)
@@ -111,15 +131,15 @@ WeightOnlyReport quantize_weights_only(const WeightOnlyJob& job) {
   report.output = job.output.string();
   report.float_file_bytes = model_files(job.model).bytes;
 
-  Model model = load_model(job.model);
+  std::optional<AwqStatistics> awq;
+  if (o.awq) awq = observe_awq(job, report);
+  Model model = load_clean(job.model);
   for (const std::string& w : model.warnings) report.notes.push_back("warning: " + w);
   Graph& g = *model.graph;
-  {
-    OptimizeOptions clean;  // folded, no dead code or no-ops; still standard ops only
-    clean.level = 1;
-    optimize(g, clean);
+  if (awq) {
+    apply_awq(job, *awq, g, report);
+    awq.reset();  // the kept rows: up to 256 per activation
   }
-  if (o.awq) run_awq(job, g, report);
   const bool nbits = o.target == Target::Ort;
   if (nbits) {
     g.opset_imports.emplace("com.microsoft", 1);

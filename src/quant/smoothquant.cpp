@@ -86,14 +86,14 @@ std::vector<SmoothGroup> find_smooth_groups(const Graph& graph, const QuantizePl
   return groups;
 }
 
-std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<const Graph> graph,
-                                                             const std::vector<SmoothGroup>& groups,
-                                                             const CalibrationSource& source,
-                                                             const std::vector<size_t>& samples, size_t keep_rows,
-                                                             const ProgressFn& progress) {
+namespace {
+
+std::map<std::string, ChannelStatsObserver> observe_with(const Session& session, const std::vector<SmoothGroup>& groups,
+                                                         const CalibrationSource& source,
+                                                         const std::vector<size_t>& samples, size_t keep_rows,
+                                                         const ProgressFn& progress) {
   std::map<std::string, ChannelStatsObserver> stats;
   for (const SmoothGroup& g : groups) stats.emplace(g.activation, ChannelStatsObserver(g.activation, g.channels, keep_rows));
-  Session session(std::move(graph));
   size_t done = 0;
   for (size_t index : samples) {
     session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
@@ -102,6 +102,24 @@ std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<con
     if (progress) progress(++done, samples.size());
   }
   return stats;
+}
+
+}  // namespace
+
+std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<const Graph> graph,
+                                                             const std::vector<SmoothGroup>& groups,
+                                                             const CalibrationSource& source,
+                                                             const std::vector<size_t>& samples, size_t keep_rows,
+                                                             const ProgressFn& progress) {
+  return observe_with(Session(std::move(graph)), groups, source, samples, keep_rows, progress);
+}
+
+std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<Graph> graph,
+                                                             const std::vector<SmoothGroup>& groups,
+                                                             const CalibrationSource& source,
+                                                             const std::vector<size_t>& samples, size_t keep_rows,
+                                                             const ProgressFn& progress) {
+  return observe_with(Session(std::move(graph)), groups, source, samples, keep_rows, progress);
 }
 
 std::vector<float> smoothing_scales(const std::vector<float>& act_abs_max, const std::vector<float>& weight_abs_max,

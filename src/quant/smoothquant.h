@@ -38,6 +38,13 @@ std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<con
                                                              const CalibrationSource& source,
                                                              const std::vector<size_t>& samples, size_t keep_rows,
                                                              const ProgressFn& progress = {});
+// The same on a graph handed over: the session may then drop the float weights it keeps
+// packed (SessionOptions::release_packed_weights), so the pass costs one copy of them.
+std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<Graph> graph,
+                                                             const std::vector<SmoothGroup>& groups,
+                                                             const CalibrationSource& source,
+                                                             const std::vector<size_t>& samples, size_t keep_rows,
+                                                             const ProgressFn& progress = {});
 
 // How --smoothquant chooses.
 struct SmoothingRequest {

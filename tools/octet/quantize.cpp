@@ -14,6 +14,7 @@
 #include "quant/seq2seq_set.h"
 #include "quant/quantize.h"
 #include "quant/target_profile.h"
+#include "quant/weight_only.h"
 
 namespace octet::cli {
 
@@ -23,7 +24,9 @@ namespace {
 
 struct Options {
   std::string model, out, mode, target = "octet", calib, calib_text, tokenizer, calibration = "minmax", activation_type, attention = "int8",
-                                report, smoothquant, metric = "cosine";
+                                report, smoothquant, metric = "cosine", weights, method = "rtn";
+  int64_t block = 0;
+  bool asymmetric = false, keep_lm_head = false;
   std::vector<std::string> exclude, dims;
   double smooth_min_outlier = 4, max_drop = -1;
   bool explain = false;
@@ -62,6 +65,23 @@ CALIBRATION (--calib PATH)
   tokens) by `python3 -m octet write-text-samples`, which needs octet's Python package
   (pip install .) and `tokenizers`; python -m octet quantize also reads images.
 
+WEIGHT-ONLY (--weights int4|int8)
+  For decoders, whose decode steps read every weight once: each MatMul with a constant
+  float32 weight [K, N] gets 4- or 8-bit weights in blocks of --block values along K
+  (default 32 for int4, 128 for int8; a power of 2 >= 16), one float scale per block,
+  symmetric (default) or with a zero point per block (--asymmetric); activations stay
+  float. --method rtn (default) rounds to nearest, no samples needed; --method awq
+  (with --calib PATH) first searches per-input-channel scales s = mean|X|^alpha on the
+  calibration activations (alpha in 0..1 by the block-quantized outputs' error, alpha 0
+  being plain rounding) and folds them into the weights and, as 1/s, into the producer
+  of X (an RMSNorm/LayerNorm weight where possible, else a Mul). The LM head (the MatMul
+  writing a graph output) is quantized too unless --keep-lm-head. Formats:
+    --target ort    com.microsoft.MatMulNBits (bits, block_size, packed B [N, K/block,
+                    block*bits/8], scales, packed uint8 zero points), run by onnxruntime
+    --target octet  standard opset-21 DequantizeLinear(int4/uint4/int8/uint8, axis 0,
+                    block_size) + MatMul (the opset is raised when older); octet fuses it
+                    into MatMulNBits. tensorrt: the same, symmetric only.
+
 TARGETS (--target)
   octet     QDQ ONNX that octet runs with int8 kernels (octet.QMatMul in dynamic mode)
   ort       standard ONNX onnxruntime runs with its int8 kernels (QDQ; dynamic mode as
@@ -95,6 +115,15 @@ REPORT
 OUT is never the input model; an existing OUT is replaced only with --force. The exit
 status is 0 on success and 1 for any error (one line on stderr).)";
 
+// Every report: JSON to --report, then JSON or text on stdout.
+template <typename Report>
+void print_report(const Options& o, const Report& report) {
+  const nlohmann::json j = report.to_json();
+  if (!o.report.empty()) write_file_replacing(o.report, j.dump(2) + "\n");
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << report.to_text();
+}
+
 // A folder in optimum's encoder-decoder layout: every file quantized, the decoders
 // calibrated on greedy decode steps (quant/seq2seq_set.h), one report for the set.
 void quantize_set(const Options& o, const quant::QuantizeJob& base) {
@@ -123,13 +152,41 @@ void quantize_set(const Options& o, const quant::QuantizeJob& base) {
   job.folder = o.model;
   job.out_dir = out;
   const quant::Seq2SeqSetReport report = quant::quantize_seq2seq_set(job);
-  const nlohmann::json j = report.to_json();
-  if (!o.report.empty()) write_file_replacing(o.report, j.dump(2) + "\n");
-  if (o.json) std::cout << j.dump(2) << "\n";
-  else std::cout << report.to_text();
+  print_report(o, report);
+}
+
+void weight_only_command(const Options& o) {
+  if (!o.mode.empty() || !o.calib_text.empty() || !o.smoothquant.empty() || o.max_drop >= 0 || o.per_tensor ||
+      !o.activation_type.empty())
+    fail("--weights quantizes weights only: it does not take --mode, --calib-text, --smoothquant, --max-drop, "
+         "--per-tensor or --activation-type");
+  if (o.method != "rtn" && o.method != "awq") fail("--method must be rtn or awq, got '", o.method, "'");
+  if (o.method == "rtn" && !o.calib.empty()) fail("--calib goes with --method awq (rtn needs no samples)");
+  quant::WeightOnlyJob job;
+  job.model = o.model;
+  job.output = o.out;
+  quant::WeightOnlyOptions& w = job.options;
+  w.bits = quant::parse_weight_bits(o.weights);
+  w.block = o.block;
+  w.symmetric = !o.asymmetric;
+  w.keep_lm_head = o.keep_lm_head;
+  w.awq = o.method == "awq";
+  job.calib = o.calib;
+  job.calib_samples = o.calib_samples;
+  w.target = quant::parse_target(o.target);
+  w.exclude.insert(o.exclude.begin(), o.exclude.end());
+  check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
+  if (!o.report.empty()) check_replaceable(o.report);
+  job.save.external_data = o.external_data;
+  job.progress = !o.quiet;
+  const quant::WeightOnlyReport report = quant::quantize_weights_only(job);
+  print_report(o, report);
 }
 
 void quantize_command(const Options& o) {
+  if (!o.weights.empty()) return weight_only_command(o);
+  if (o.block || o.asymmetric || o.keep_lm_head || o.method != "rtn")
+    fail("--block, --asymmetric, --keep-lm-head and --method go with --weights int4|int8");
   quant::QuantizeJob job;
   job.model = o.model;
   job.output = o.out;
@@ -179,13 +236,7 @@ void quantize_command(const Options& o) {
   if (o.max_drop >= 0) job.max_drop = o.max_drop;
   job.metric = quant::parse_metric(o.metric);
 
-  const quant::QuantizeReport report = quant::quantize_model(job);
-  const nlohmann::json j = report.to_json();
-  if (!o.report.empty()) {
-    write_file_replacing(o.report, j.dump(2) + "\n");
-  }
-  if (o.json) std::cout << j.dump(2) << "\n";
-  else std::cout << report.to_text();
+  print_report(o, quant::quantize_model(job));
 }
 
 }  // namespace
@@ -194,7 +245,8 @@ void add_quantize_command(CLI::App& app) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "quantize",
-      "Quantize a float ONNX model to int8 (static with calibration, or dynamic), write it\n"
+      "Quantize a float ONNX model to int8 (static with calibration, or dynamic) or its weights\n"
+      "only to int4/int8 (--weights), write it "
       "for a target runtime, and report size, int8 coverage and fidelity.");
   cmd->add_option("model", opts->model,
                   "Float ONNX model to read, or an encoder-decoder folder (encoder_model.onnx, decoder_model.onnx, "
@@ -202,6 +254,14 @@ void add_quantize_command(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", opts->out, "Quantized ONNX file to write (required)")->type_name("OUT");
   cmd->add_option("--mode", opts->mode, "static | dynamic (default: static with --calib, else dynamic)");
+  cmd->add_option("--weights", opts->weights, "int4 | int8: weight-only quantization, activations float (see WEIGHT-ONLY)")
+      ->type_name("int4|int8");
+  cmd->add_option("--block", opts->block, "Weights per scale along K with --weights (default 32 for int4, 128 for int8)")
+      ->type_name("N");
+  cmd->add_flag("--asymmetric", opts->asymmetric, "A zero point per block with --weights (default symmetric)");
+  cmd->add_option("--method", opts->method, "With --weights: rtn (default, no samples) | awq (needs --calib)")
+      ->type_name("rtn|awq");
+  cmd->add_flag("--keep-lm-head", opts->keep_lm_head, "With --weights, leave the LM head (MatMul writing an output) float");
   cmd->add_option("--target", opts->target, "octet | ort | tensorrt (default octet; see TARGETS)");
   cmd->add_option("--calib", opts->calib, "Calibration samples (see CALIBRATION)")->type_name("PATH");
   cmd->add_option("--calib-text", opts->calib_text, "Calibrate on raw text, one sample per line (see CALIBRATION)")

@@ -20,6 +20,8 @@ enum class Scratch {
   QuantizedA, SplitA, Sums, SplitSums, RowScales, RowZeros, PlainB, Columns,
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.
   AttentionKeys, AttentionValues, AttentionScores, AttentionQueries,
+  // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV, and a dequantized weight panel.
+  NbitsA, NbitsPanel,
   kCount
 };
 

@@ -222,20 +222,18 @@ def generate(engine, model, prompt_path, a, env, eos):
 
 def perplexity(engine, precision, model, windows, a, env, tmp):
     """Per-token nll and argmax on the held-out windows, or an error."""
-    if engine == "octet":
-        return {"error": "octet perplexity: `octet run` on the KV-cache export needs the past inputs bound; "
-                         "not measured by this harness yet"}
-    ppl_engine, path = {"ortgenai": ("ort", os.path.join(model, "model.onnx") if os.path.isdir(model) else model),
+    ppl_engine, path = {"octet": ("octet", model), "ortgenai": ("ort", os.path.join(model, "model.onnx") if os.path.isdir(model) else model),
                         "ortloop": ("ort", model), "openvino": ("openvino", model)}[engine]
     out = os.path.join(tmp, f"ppl_{engine}_{precision}.npz")
     cmd = [sys.executable, os.path.join(HERE, "decode_engines.py"), "ppl", ppl_engine, path, windows, out,
-           "--threads", str(a.threads), "--limit", str(a.ppl_windows)]
+           "--threads", str(a.threads), "--limit", str(a.ppl_windows), "--octet", a.octet]
     ok, text = run_step(cmd, a.timeout, env)
     if not ok:
         return {"error": text}
     res = json.loads(text.strip().splitlines()[-1])
     res["via"] = {"ort": "onnxruntime InferenceSession on the same ONNX file",
-                  "openvino": "openvino.Core on the same stateful IR"}[ppl_engine]
+                  "openvino": "openvino.Core on the same stateful IR",
+                  "octet": "`octet run` on the same ONNX file"}[ppl_engine]
     res["npz"] = out
     return res
 

@@ -8,8 +8,9 @@ own so that the peak RSS it reports belongs to that engine alone:
       by a plain greedy loop over the KV-cache ONNX: the reference the others are checked against),
       octet (the `octet generate` CLI, when the build has it; MODEL is the ONNX file, --octet the CLI)
   python3 bench/decode_engines.py ppl ENGINE MODEL WINDOWS.npz OUT.npz --threads T
-      ENGINE: ort (the KV-cache ONNX on onnxruntime, prefill with an empty cache) or openvino (the
-      stateful IR on openvino.Core, its state reset per batch); writes per-token nll and argmax.
+      ENGINE: ort (the KV-cache ONNX on onnxruntime, prefill with an empty cache), openvino (the
+      stateful IR on openvino.Core, its state reset per batch) or octet (`octet run` on the ONNX,
+      empty cache); writes per-token nll and argmax.
 
 Every generate run produces exactly N new tokens (the end-of-sequence token is suppressed), greedy.
 Time to first token: from handing over the prompt ids to the first new token; decode tokens/s:
@@ -205,6 +206,11 @@ def gen_octet(octet, model, prompt_path, new, threads):
     ttft = find_key(report, "ttft_ms", "time_to_first_token_ms", "first_token_ms")
     rate = find_key(report, "decode_tok_s", "decode_tokens_per_s", "decode_tokens_per_second", "tokens_per_s")
     rss = find_key(report, "peak_rss_mb")
+    if rss is None and find_key(report, "peak_rss_bytes") is not None:
+        rss = find_key(report, "peak_rss_bytes") / 2**20
+    prompt = [int(t) for t in __import__("numpy").load(prompt_path).reshape(-1)]
+    if ids is not None and len(ids) == len(prompt) + new and list(ids[:len(prompt)]) == prompt:
+        ids = ids[len(prompt):]  # the prompt echoed in front of the new tokens
     return {"ids": [int(i) for i in ids] if ids is not None else None, "ttft_ms": ttft, "decode_tok_s": rate,
             "peak_rss_mb": rss if rss is not None else children_rss,
             "peak_rss_from": "octet's report" if rss is not None else "ru_maxrss of the octet child (RUSAGE_CHILDREN)",
@@ -271,6 +277,29 @@ def run_ppl(a):
             x, t = token_nll(lg, ids)
             nll.append(x), top.append(t)
         version = f"onnxruntime {ort.__version__}"
+    elif a.engine == "octet":
+        # `octet run` on the same KV-cache ONNX the octet rows generate with: prefill with an empty cache
+        import tempfile
+
+        tmp = tempfile.mkdtemp(prefix="octet_ppl_")
+        past = [f"past_key_values.{i}.{k}" for i in range(30) for k in ("key", "value")]
+        for i in range(0, n, batch):
+            ids = windows[i:i + batch]
+            b = len(ids)
+            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "position_ids": pos[:b].copy()}
+            feeds.update({p: np.zeros((b, 3, 0, 64), np.float32) for p in past})
+            inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+            np.savez(inp, **feeds)
+            proc = subprocess.run([a.octet, "run", a.model, "--input", inp, "--out", out, "--threads",
+                                   str(a.threads)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"octet run exited {proc.returncode}: "
+                                   f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+            with np.load(out) as z:
+                lg = z["logits"]
+            x, t = token_nll(lg, ids)
+            nll.append(x), top.append(t)
+        version = subprocess.run([a.octet, "--version"], capture_output=True, text=True).stdout.strip()
     else:
         import openvino as ov
 
@@ -305,12 +334,13 @@ def main():
     g.add_argument("--eos", type=int, default=2, help="ortloop: the token id it suppresses")
     g.add_argument("--octet", default="build/release/octet")
     q = sub.add_parser("ppl")
-    q.add_argument("engine", choices=["ort", "openvino"])
+    q.add_argument("engine", choices=["ort", "openvino", "octet"])
     q.add_argument("model")
     q.add_argument("windows")
     q.add_argument("out")
     q.add_argument("--threads", type=int, default=2)
     q.add_argument("--limit", type=int, default=0)
+    q.add_argument("--octet", default="build/release/octet")
     a = p.parse_args()
     print(json.dumps(run_generate(a) if a.what == "generate" else run_ppl(a)))
 

@@ -141,7 +141,8 @@ def prepare(engine, precision, src, a, log):
     folder = common.exports_dir("decode", engine, precision)
     sources = [src, os.path.join(HERE, "decode_prepare.py"), os.path.join(HERE, "models", "common.py")]
     if engine == "octet":
-        if not octet_has(a.octet, "generate"):
+        # "--max-new-tokens": CLI11 answers `octet UNKNOWN --help` with the main help and exit 0
+        if not octet_has(a.octet, "generate", "--max-new-tokens"):
             return None, NOT_AVAILABLE + f" ({a.octet} has no `generate` subcommand)"
         if precision == "fp32":
             return src, None

@@ -241,19 +241,11 @@ def run_generate(a):
 
 # ---------------------------------------------------------------- perplexity
 
-def token_nll(logits, ids):
-    """compare_real.token_nll: nll of tokens 1.. given the logits at 0..; argmax at every position."""
-    import numpy as np
-
-    lg = logits[:, :-1].astype(np.float64)
-    top = lg.max(-1, keepdims=True)
-    lse = np.log(np.exp(lg - top).sum(-1)) + top[..., 0]
-    nll = lse - np.take_along_axis(lg, ids[:, 1:, None], -1)[..., 0]
-    return nll, logits.argmax(-1)
-
-
 def run_ppl(a):
     import numpy as np
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from compare_real import token_nll  # the harness's own LM metric, so both report the same perplexity
 
     windows = np.load(a.windows)["input_ids"]
     if a.limit:

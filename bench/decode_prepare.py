@@ -9,7 +9,7 @@ ortgenai: OUT_DIR/model.onnx (fp32: a hard link to the export; int8/int4: onnxru
   MatMulNBitsQuantizer, block 32, symmetric, QOperator MatMulNBits, accuracy level ORT_ACCURACY_LEVEL),
   genai_config.json written here from the model's own dimensions, tokenizer.json (real_data's
   SmolLM2 tokenizer rebuilt from the GGUF) and tokenizer_config.json.
-openvino: OUT_DIR/openvino_model.xml/.bin, the ONNX read by openvino and made stateful the way
+openvino: OUT_DIR/openvino_model.xml/.bin, the ONNX converted by openvino.convert_model and made stateful the way
   openvino.genai's LLMPipeline expects (see make_stateful), weights compressed by
   nncf.compress_weights for int8 (INT8_ASYM) and int4 (INT4_SYM, group NNCF_GROUP); fp32 is saved
   without fp16 compression. openvino_tokenizer.xml / openvino_detokenizer.xml from
@@ -183,12 +183,16 @@ def prepare_openvino(precision, src, out):
 
     info = {"engine": "openvino-genai", "precision": precision}
     t0 = time.perf_counter()
-    model = ov.Core().read_model(src)
+    # ov.convert_model (what the ovc tool runs), not Core.read_model: its MOC transformations fuse each
+    # layer's MatMul/Softmax attention into ScaledDotProductAttention (30 here; read_model leaves 0),
+    # which openvino's CPU attention kernels and LLMPipeline's paged-attention backend need.
+    model = ov.convert_model(src)
+    info["sdpa_nodes"] = sum(op.get_type_name() == "ScaledDotProductAttention" for op in model.get_ops())
     info["states"] = make_stateful(model)
     info["inputs"] = [p.get_any_name() for p in model.inputs]
     info["outputs"] = [p.get_any_name() for p in model.outputs]
     if precision == "fp32":
-        info["recipe"] = ("openvino.Core().read_model(ONNX) -> stateful (beam_idx + MakeStateful) -> "
+        info["recipe"] = ("openvino.convert_model(ONNX) -> stateful (beam_idx + MakeStateful) -> "
                           "ov.save_model(compress_to_fp16=False)")
     else:
         import nncf

@@ -92,7 +92,7 @@ def gen_openvino(folder, prompt, new, threads):
     import openvino_genai as ovg
 
     props = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
-             "ATTENTION_BACKEND": os.environ.get("DECODE_OV_ATTENTION_BACKEND", "SDPA")}
+             "ATTENTION_BACKEND": os.environ.get("DECODE_OV_ATTENTION_BACKEND", "PA")}
     if passive():
         props["ENABLE_CPU_PINNING"] = False
     t0 = time.perf_counter()

@@ -18,8 +18,8 @@ Measures, each engine x precision in its own process (bench/decode_engines.py), 
 each number's best round kept (lowest time to first token, highest decode tokens/s; every round is
 in the JSON): time to first token, decode tokens/s, peak RSS. Checks every engine's fp32 tokens
 against onnxruntime's plain greedy loop on the same ONNX (ortloop; also timed). Perplexity on the
-held-out windows for each engine x precision: the same ONNX file on onnxruntime (ort-genai's rows,
-whose generator API gives no per-position logits of the prompt) and the same IR on openvino.Core
+held-out windows for each engine x precision: the same ONNX file on onnxruntime (ort-genai's rows;
+whether ort-genai's get_logits gives every prompt position was not tried) and the same IR on openvino.Core
 (openvino-genai's rows), octet's through `octet run`. A step that fails or runs past its time limit
 is recorded with its message; the run goes on."""
 import argparse

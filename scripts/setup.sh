@@ -3,7 +3,7 @@
 # when one is missing, pip packages only when an import fails or a version differs.
 #   scripts/setup.sh            build + test dependencies
 #   scripts/setup.sh --torch    also Debian's python3-torch (only to regenerate fixtures)
-#   scripts/setup.sh --fuzz     also clang and its libFuzzer runtime (only for scripts/fuzz.sh)
+#   scripts/setup.sh --fuzz     also clang, its libFuzzer runtime and OpenMP (libomp) (only for scripts/fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +12,7 @@ APT_PACKAGES=(build-essential cmake g++ pkg-config
   libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--torch" ]]; then APT_PACKAGES+=(python3-torch python3-onnx); fi
-if [[ "${1:-}" == "--fuzz" ]]; then APT_PACKAGES+=(clang libclang-rt-14-dev); fi
+if [[ "${1:-}" == "--fuzz" ]]; then APT_PACKAGES+=(clang libclang-rt-14-dev libomp-dev); fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

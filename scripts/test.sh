@@ -3,7 +3,8 @@
 # ASan+UBSan, runs the official ONNX backend node tests (per-op counts and pass rate),
 # every unit test in both builds, the Python checks against onnx/onnxruntime in Release,
 # the installed C++ package (ctest install.*) and the Python package (`pip install .`,
-# then pytest tests/package). Exits non-zero if anything fails.
+# then pytest tests/package), and each libFuzzer target for 30 s (scripts/fuzz.sh: a clang
+# build of the library, see docs/fuzzing.md). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -29,4 +30,6 @@ echo "== Release: unit tests and checks against onnx / onnxruntime"
 echo "== ASan+UBSan: unit tests"
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j2) || status=1
+echo "== libFuzzer: model loading + check + inference, and .npy/.npz reading, 30 s each"
+scripts/fuzz.sh 30 || status=1
 exit $status

@@ -195,7 +195,8 @@ NamedTensors CalibrationSource::sample(size_t i) const {
 NamedTensors CalibrationSource::read_npz(const fs::path& file) const {
   NamedArrays arrays = octet::read_npz(file);  // its errors start with the path
   const std::string where = file.string();
-  for (const auto& [key, tensor] : arrays) {
+  for (const auto& entry : arrays) {
+    const std::string& key = entry.first;  // not a structured binding: clang 14 cannot capture one
     const bool known = std::any_of(inputs_.begin(), inputs_.end(), [&](const InputSpec& in) { return in.name == key; });
     if (!known)
       fail(where, ": array '", key, "' is not a model input (the model's inputs: ", input_list(inputs_), ")");

@@ -163,13 +163,17 @@ void pow_kernel(KernelContext& ctx) {
       for (int64_t i = 0; i < out.numel(); ++i, w.next()) {
         const CA x = load(pa[w.offset(0)]);
         const CB y = load(pb[w.offset(1)]);
-        if constexpr (std::is_integral_v<CA> && std::is_integral_v<CB>) {
-          // uint64 exponents beyond int64 behave like huge positive ones.
-          const int64_t e = (std::is_unsigned_v<CB> && y > static_cast<CB>(INT64_MAX))
-                                ? INT64_MAX : static_cast<int64_t>(y);
-          po[i] = int_pow<CA>(x, e);
-        } else if constexpr (std::is_integral_v<CA>) {
-          po[i] = float_to_int<CA>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        // Nested rather than `integral<CA> && integral<CB>`: clang 14 (the fuzz build)
+        // instantiates that branch for a float base and rejects int_pow's integer result.
+        if constexpr (std::is_integral_v<CA>) {
+          if constexpr (std::is_integral_v<CB>) {
+            // uint64 exponents beyond int64 behave like huge positive ones.
+            const int64_t e = (std::is_unsigned_v<CB> && y > static_cast<CB>(INT64_MAX))
+                                  ? INT64_MAX : static_cast<int64_t>(y);
+            po[i] = int_pow<CA>(x, e);
+          } else {
+            po[i] = float_to_int<CA>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+          }
         } else {
           po[i] = store_double<SA>(std::pow(static_cast<double>(x), static_cast<double>(y)));
         }

@@ -19,11 +19,10 @@ past_key_values.N.key/.value in; logits, present.N.key/.value out), and
 and with repetition_penalty 1.3, and the prompt's last logits (the test checks them against
 onnxruntime on the file, so a file and references that drift apart fail).
 
-Unlike the kvcache fixtures (llama/gpt2_tiny_with_past.onnx), these untie the output
-projection and initialise with std 0.3 instead of 0.02: with tiny tied random weights greedy
-decoding only repeats the last prompt token, which a runner that drops its cache would still
-get right. Each stored case records the smallest gap between the best and second-best logit
-over its steps, so a too-close call is visible.
+They untie the output projection and initialise with std 0.3 instead of 0.02: with tiny tied
+random weights greedy decoding only repeats the last prompt token, which a runner that drops
+its cache would still get right. Each stored case records the smallest gap between the best and
+second-best logit over its steps, so a too-close call is visible.
 """
 import json
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""onnxruntime's outputs for the tiny decoders with past (export_decoder_fixtures.py):
+"""onnxruntime's outputs for the tiny decoders with past (export_generation_fixtures.py):
 a prefill of 7 tokens on an empty cache, then 8 single-token decode steps, each fed the
 previous step's present.N.* as past_key_values.N.*. Written as <model>_steps.npz beside
 each model: step<i>.<input name> and step<i>.<output name> for i in 0..8; and the first
@@ -53,5 +53,5 @@ def run(path):
 
 
 if __name__ == "__main__":
-    for name in ("llama_tiny_with_past.onnx", "gpt2_tiny_with_past.onnx"):
+    for name in ("llama_gen_with_past.onnx", "gpt2_gen_with_past.onnx"):
         run(os.path.join(HERE, "fixtures", name))

@@ -1,4 +1,4 @@
-// Decoders exported with past (tests/models/export_decoder_fixtures.py: tiny Llama with GQA
+// Decoders exported with past (tests/models/export_generation_fixtures.py: tiny Llama with GQA
 // and RoPE, tiny GPT-2) against onnxruntime on the unfused files
 // (make_decoder_references.py: a 7-token prefill and 8 greedy decode steps):
 //   - the optimized graph (octet.GroupedAttention) through a plain Session, fed
@@ -134,7 +134,7 @@ TEST_P(KvFixture, InPlaceRunnerReordersRows) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Decoders, KvFixture, ::testing::Values("llama_tiny_with_past", "gpt2_tiny_with_past"));
+INSTANTIATE_TEST_SUITE_P(Decoders, KvFixture, ::testing::Values("llama_gen_with_past", "gpt2_gen_with_past"));
 
 TEST(InPlaceRunner, RefusesAGraphWithoutAttentionWithPast) {
   std::string why;

@@ -1,5 +1,5 @@
 // fuse_grouped_attention's refusals, and the in-place runner's, on the tiny Llama with past
-// (tests/models/fixtures/llama_tiny_with_past.onnx; the matches themselves are checked
+// (tests/models/fixtures/llama_gen_with_past.onnx; the matches themselves are checked
 // against onnxruntime in generate_kv_fixtures_test.cpp): a value inside the attention
 // block that something else reads keeps that block unfused, and a present tensor read by
 // more than Shape nodes keeps the in-place runner away.
@@ -15,7 +15,7 @@ namespace {
 
 std::shared_ptr<Graph> llama() {
   return std::shared_ptr<Graph>(
-      load_model(std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/llama_tiny_with_past.onnx").graph);
+      load_model(std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/llama_gen_with_past.onnx").graph);
 }
 
 TEST(FuseGroupedAttention, LeavesABlockWhoseSoftmaxIsAGraphOutput) {

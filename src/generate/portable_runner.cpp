@@ -132,7 +132,9 @@ Tensor PortableRunner::step(const DecoderStep& step) {
   if (cached_ > 0 && step.batch != batch_)
     fail("a decoder step of batch ", step.batch, " after a cache of ", batch_, " rows (reorder_rows changes it)");
   const Session& session = (cached_ == 0 && first_) ? *first_ : *with_past_;
-  NamedTensors out = session.run(inputs_for(session, step));
+  const NamedTensors feeds = inputs_for(session, step);
+  if (observer_) observer_(&session == first_.get(), feeds);
+  NamedTensors out = session.run(feeds);
   Tensor logits;
   for (auto& [name, tensor] : out) {
     if (name == "logits") {

@@ -15,6 +15,7 @@
 // the first step runs the with-past model on an empty cache (past length 0).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ class PortableRunner : public DecoderRunner {
   PortableRunner(std::shared_ptr<const Session> with_past, std::shared_ptr<const Session> first = nullptr);
 
   Tensor step(const DecoderStep& step) override;
+
+  // Shows each step's model inputs to `observer` before the model runs: calibration
+  // collects the decode steps a decoder really sees. `first_model` is true for a step run
+  // by the first-step model (optimum's decoder_model.onnx), false for the with-past one.
+  using FeedObserver = std::function<void(bool first_model, const NamedTensors& feeds)>;
+  void observe_feeds(FeedObserver observer) { observer_ = std::move(observer); }
   int64_t cached_tokens() const override { return cached_; }
   void reorder_rows(const std::vector<int64_t>& rows) override;
   void reset() override;
@@ -39,6 +46,7 @@ class PortableRunner : public DecoderRunner {
   Tensor empty_past(const Value& input, int64_t batch) const;
 
   std::shared_ptr<const Session> with_past_, first_;
+  FeedObserver observer_;
   // The cache, by suffix <X>: what present.<X> returned last.
   std::vector<std::pair<std::string, Tensor>> cache_;
   int64_t cached_ = 0;

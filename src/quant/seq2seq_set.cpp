@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <functional>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "generate/portable_runner.h"
+#include "generate/runner_factory.h"
 #include "io/npy.h"
-#include "passes/pipeline.h"
 #include "quant/calibration_data.h"
 
 namespace octet::quant {
@@ -27,17 +26,21 @@ bool is_seq2seq_set(const fs::path& path) {
 
 namespace {
 
-// The float or int8 set, loaded and optimized as `octet run` does, with config.json's
-// special tokens.
+// The float or int8 set, loaded and optimized as generation loads it, the decoders behind
+// the generation module's portable runner (the same inputs, cache and first-step file that
+// `octet generate` uses), with config.json's special tokens.
 struct SetSessions {
-  std::unique_ptr<Session> encoder, decoder, decoder_with_past;
+  std::shared_ptr<const Session> encoder;
+  std::unique_ptr<generate::PortableRunner> decoder;
   int64_t start = 0;
   std::vector<int64_t> eos;
 
   SetSessions(const fs::path& folder, const fs::path& config) {
-    encoder = open(folder / "encoder_model.onnx");
-    decoder = open(folder / "decoder_model.onnx");
-    decoder_with_past = open(folder / "decoder_with_past_model.onnx");
+    const generate::RunnerOptions options;
+    encoder = generate::load_session((folder / "encoder_model.onnx").string(), options);
+    decoder = std::make_unique<generate::PortableRunner>(
+        generate::load_session((folder / "decoder_with_past_model.onnx").string(), options),
+        generate::load_session((folder / "decoder_model.onnx").string(), options));
     json c;
     try {
       std::ifstream in(config);
@@ -57,14 +60,6 @@ struct SetSessions {
       fail(config.string(), ": not valid JSON (", e.what(), ")");
     }
   }
-
-  static std::unique_ptr<Session> open(const fs::path& path) {
-    if (!fs::exists(path)) fail(path.string(), ": missing; an encoder-decoder set needs ", kSeq2SeqFiles[0], ", ",
-                                kSeq2SeqFiles[1], " and ", kSeq2SeqFiles[2], " (.onnx)");
-    Model m = load_model(path);
-    optimize(*m.graph);
-    return std::make_unique<Session>(std::shared_ptr<Graph>(m.graph.release()));
-  }
 };
 
 const Tensor* find(const NamedTensors& t, const std::string& name) {
@@ -73,28 +68,13 @@ const Tensor* find(const NamedTensors& t, const std::string& name) {
   return nullptr;
 }
 
-// Row r's argmax over the last position of logits [B, T, V].
-std::vector<int64_t> argmax_last(const Tensor& logits) {
-  const auto& s = logits.shape();
-  if (s.size() != 3) fail("decoder logits are ", logits.describe(), "; expected [batch, tokens, vocab]");
-  const int64_t b = s[0], t = s[1], v = s[2];
-  std::vector<int64_t> out(static_cast<size_t>(b));
-  const float* p = logits.data<float>();
-  for (int64_t r = 0; r < b; ++r) {
-    const float* row = p + (r * t + t - 1) * v;
-    out[static_cast<size_t>(r)] = std::max_element(row, row + v) - row;
-  }
-  return out;
-}
-
-// The last position's logits of each row, [B, V] flattened.
-std::vector<float> last_logits(const Tensor& logits) {
-  const auto& s = logits.shape();
-  const int64_t b = s[0], t = s[1], v = s[2];
-  std::vector<float> out;
-  for (int64_t r = 0; r < b; ++r) {
-    const float* row = logits.data<float>() + (r * t + t - 1) * v;
-    out.insert(out.end(), row, row + v);
+// Each row's argmax of logits [B, V].
+std::vector<int64_t> argmax_rows(const std::vector<float>& logits, int64_t batch) {
+  const size_t vocab = logits.size() / static_cast<size_t>(batch);
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < batch; ++r) {
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * vocab);
+    out.push_back(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row);
   }
   return out;
 }
@@ -106,46 +86,31 @@ struct GreedyRun {
 
 // Greedy decoding of every row in lockstep for up to `steps` tokens (all rows stop when
 // each has produced an EOS). With `forced`, the tokens fed are forced[step] instead of the
-// argmax (teacher forcing on another run's output). `on_step(file, feeds)` sees each step's
-// decoder inputs.
-GreedyRun greedy(const SetSessions& s, const NamedTensors& encoder_inputs, int steps,
-                 const std::vector<std::vector<int64_t>>* forced,
-                 const std::function<void(int, const NamedTensors&)>& on_step) {
+// argmax (teacher forcing on another run's output). `on_feeds` sees each step's decoder
+// inputs (see PortableRunner::observe_feeds).
+GreedyRun greedy(SetSessions& s, const NamedTensors& encoder_inputs, int steps,
+                 const std::vector<std::vector<int64_t>>* forced, const generate::PortableRunner::FeedObserver& on_feeds) {
   const NamedTensors enc = s.encoder->run(encoder_inputs);
-  const Tensor& hidden = enc.at(0).second;
-  const int64_t batch = hidden.shape().at(0);
-  const Tensor* mask = find(encoder_inputs, "attention_mask");
-  std::map<std::string, Tensor> cache;  // past_key_values.* by name
-  std::vector<int64_t> next(static_cast<size_t>(batch), s.start);
-  std::vector<char> done(static_cast<size_t>(batch), 0);
+  generate::DecoderStep step;
+  step.batch = enc.at(0).second.shape().at(0);
+  step.extra_inputs.emplace_back("encoder_hidden_states", enc.at(0).second);
+  if (const Tensor* mask = find(encoder_inputs, "attention_mask"))
+    step.extra_inputs.emplace_back("encoder_attention_mask", *mask);
+  s.decoder->reset();
+  s.decoder->observe_feeds(on_feeds);
+  std::vector<int64_t> next(static_cast<size_t>(step.batch), s.start);
+  std::vector<char> done(static_cast<size_t>(step.batch), 0);
   GreedyRun run;
-  for (int step = 0; step < steps; ++step) {
-    const Session& dec = step == 0 ? *s.decoder : *s.decoder_with_past;
-    Tensor ids(DType::Int64, {batch, 1});
-    std::copy(next.begin(), next.end(), ids.mutable_data<int64_t>());
-    NamedTensors feeds;
-    for (const Value* v : dec.required_inputs()) {
-      const std::string& n = v->name();
-      if (n == "input_ids") feeds.emplace_back(n, ids);
-      else if (n == "encoder_hidden_states") feeds.emplace_back(n, hidden);
-      else if (n == "encoder_attention_mask" && mask) feeds.emplace_back(n, *mask);
-      else if (cache.count(n)) feeds.emplace_back(n, cache.at(n));
-      else fail(dec.graph().name, ": decoder input '", n, "' is none of input_ids, encoder_hidden_states, "
-                "encoder_attention_mask or a past_key_values.* the previous step returned");
-    }
-    on_step(step, feeds);
-    const NamedTensors out = dec.run(feeds);
-    const std::string present = "present.";
-    for (size_t i = 1; i < out.size(); ++i)
-      if (out[i].first.rfind(present, 0) == 0 && out[i].second.numel() > 0)
-        cache[std::string("past_key_values.") + out[i].first.substr(present.size())] = out[i].second;
-    run.logits.push_back(last_logits(out.at(0).second));
-    next = forced ? forced->at(static_cast<size_t>(step)) : argmax_last(out.at(0).second);
+  for (int i = 0; i < steps; ++i) {
+    step.tokens = next;
+    run.logits.push_back(s.decoder->step(step).to_float_vector());
+    next = forced ? forced->at(static_cast<size_t>(i)) : argmax_rows(run.logits.back(), step.batch);
     run.tokens.push_back(next);
-    for (int64_t r = 0; r < batch; ++r)
-      if (std::find(s.eos.begin(), s.eos.end(), next[static_cast<size_t>(r)]) != s.eos.end()) done[static_cast<size_t>(r)] = 1;
+    for (size_t r = 0; r < next.size(); ++r)
+      if (std::find(s.eos.begin(), s.eos.end(), next[r]) != s.eos.end()) done[r] = 1;
     if (!forced && std::all_of(done.begin(), done.end(), [](char d) { return d != 0; })) break;
   }
+  s.decoder->observe_feeds(nullptr);
   return run;
 }
 
@@ -191,12 +156,14 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
   if (static_mode) {
     size_t written = 0;
     for (const char* f : {kSeq2SeqFiles[1], kSeq2SeqFiles[2]}) fs::create_directories(samples_dir / f);
-    for (size_t i = 0; i < encoder_samples->size(); ++i)
-      greedy(*fp32, encoder_samples->sample(i), job.max_new_tokens, nullptr, [&](int step, const NamedTensors& feeds) {
-        const fs::path dir = samples_dir / kSeq2SeqFiles[step == 0 ? 1 : 2];
-        write_npz(dir / ("sample_" + std::to_string(i) + "_" + std::to_string(step) + ".npz"), feeds);
+    for (size_t i = 0; i < encoder_samples->size(); ++i) {
+      int step = 0;
+      greedy(*fp32, encoder_samples->sample(i), job.max_new_tokens, nullptr, [&](bool first_model, const NamedTensors& feeds) {
+        const fs::path dir = samples_dir / kSeq2SeqFiles[first_model ? 1 : 2];
+        write_npz(dir / ("sample_" + std::to_string(i) + "_" + std::to_string(step++) + ".npz"), feeds);
         ++written;
       });
+    }
     report.decode_samples = written;
   }
 
@@ -220,10 +187,9 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
   bool in_sample = false;
   for (size_t i : held_out(encoder_samples->size(), job.base.holdout, &in_sample)) {
     const NamedTensors in = encoder_samples->sample(i);
-    const GreedyRun want = greedy(*fp32, in, job.max_new_tokens, nullptr, [](int, const NamedTensors&) {});
-    const GreedyRun got = greedy(int8, in, job.max_new_tokens, nullptr, [](int, const NamedTensors&) {});
-    const GreedyRun forced = greedy(int8, in, static_cast<int>(want.tokens.size()), &want.tokens,
-                                    [](int, const NamedTensors&) {});
+    const GreedyRun want = greedy(*fp32, in, job.max_new_tokens, nullptr, nullptr);
+    const GreedyRun got = greedy(int8, in, job.max_new_tokens, nullptr, nullptr);
+    const GreedyRun forced = greedy(int8, in, static_cast<int>(want.tokens.size()), &want.tokens, nullptr);
     const size_t rows = want.tokens.at(0).size();
     for (size_t r = 0; r < rows; ++r) {
       bool same = want.tokens.size() == got.tokens.size();

@@ -50,6 +50,7 @@ generate::DecoderFiles decoder_files(const std::string& model) {
     const fs::path first = p / "decoder_model.onnx";
     return {(p / "decoder_with_past_model.onnx").string(), fs::is_regular_file(first) ? first.string() : ""};
   }
+  if (fs::is_regular_file(p / "decoder_model_merged.onnx")) return {(p / "decoder_model_merged.onnx").string(), ""};
   if (fs::is_regular_file(p / "model.onnx")) return {(p / "model.onnx").string(), ""};
   std::vector<fs::path> onnx;
   for (const auto& e : fs::directory_iterator(p))
@@ -147,15 +148,16 @@ Seq2SeqGenerator::Seq2SeqGenerator(const std::string& folder, const SessionOptio
   impl_ = api::guarded(folder, [&] {
     const fs::path p(folder);
     if (!fs::is_directory(p)) fail("not a folder: a seq2seq model is optimum's set of files in one folder");
-    for (const char* f : {"encoder_model.onnx", "decoder_with_past_model.onnx"})
-      if (!fs::is_regular_file(p / f)) fail("the folder has no ", f, " (optimum's encoder-decoder export)");
+    if (!fs::is_regular_file(p / "encoder_model.onnx"))
+      fail("the folder has no encoder_model.onnx (optimum's encoder-decoder export)");
+    if (!fs::is_regular_file(p / "decoder_with_past_model.onnx") && !fs::is_regular_file(p / "decoder_model_merged.onnx"))
+      fail("the folder has neither decoder_with_past_model.onnx nor decoder_model_merged.onnx (optimum's "
+           "encoder-decoder export)");
     const generate::RunnerOptions r = runner_options(options);
     auto impl = std::make_shared<Impl>();
     impl->name = folder;
     impl->encoder = generate::load_session((p / "encoder_model.onnx").string(), r);
-    const fs::path first = p / "decoder_model.onnx";
-    impl->decoder = generate::make_decoder_runner(
-        {(p / "decoder_with_past_model.onnx").string(), fs::is_regular_file(first) ? first.string() : ""}, r);
+    impl->decoder = generate::make_decoder_runner(decoder_files(folder), r);
     const nlohmann::json config = model_config(p);
     impl->eos = config_ids(config, "eos_token_id");
     impl->start = config_ids(config, "decoder_start_token_id");

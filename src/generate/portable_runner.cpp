@@ -110,8 +110,11 @@ NamedTensors PortableRunner::inputs_for(const Session& session, const DecoderSte
       else if (cached_ == 0) in.emplace_back(name, empty_past(*v, batch));
       else fail("input '", name, "': no earlier step returned 'present.", key, "'");
     } else if (name == "use_cache_branch") {
-      fail("the decoder is optimum's merged one (input 'use_cache_branch', an If on it); use "
-           "decoder_model.onnx + decoder_with_past_model.onnx instead");
+      // optimum's merged decoder: an If takes the with-past branch once there is a cache.
+      if (v->type.dtype != DType::Bool) fail("input 'use_cache_branch' is ", dtype_name(v->type.dtype), ", not bool");
+      Tensor flag(DType::Bool, {1});
+      flag.mutable_raw()[0] = cached_ > 0;
+      in.emplace_back(name, std::move(flag));
     } else {
       auto it = std::find_if(step.extra_inputs.begin(), step.extra_inputs.end(),
                              [&](const auto& e) { return e.first == name; });
@@ -142,8 +145,13 @@ Tensor PortableRunner::step(const DecoderStep& step) {
     } else if (starts_with(name, kPresent)) {
       const std::string key = name.substr(kPresent.size());
       auto it = std::find_if(cache_.begin(), cache_.end(), [&](const auto& c) { return c.first == key; });
-      if (it != cache_.end()) it->second = std::move(tensor);
-      else cache_.emplace_back(key, std::move(tensor));
+      // A merged seq2seq decoder's with-past branch returns empty cross-attention presents:
+      // the keys/values of the encoder output the first step computed stay.
+      if (it != cache_.end()) {
+        if (tensor.numel() > 0) it->second = std::move(tensor);
+      } else {
+        cache_.emplace_back(key, std::move(tensor));
+      }
     }
   }
   cached_ += static_cast<int64_t>(step.tokens.size()) / step.batch;

@@ -9,6 +9,9 @@
 // cache. Every other input must come in DecoderStep::extra_inputs (a seq2seq decoder's
 // encoder_hidden_states, encoder_attention_mask). Reads `logits` and every present.<X>.
 //
+// optimum's merged decoder (decoder_model_merged.onnx, an If on a bool use_cache_branch
+// input) runs alone: the runner sets use_cache_branch once there is a cache.
+//
 // Optionally a second model runs the first step: optimum's decoder_model.onnx, which has
 // no past inputs and returns the whole cache (for a seq2seq decoder, also the
 // cross-attention keys/values that decoder_with_past_model.onnx only reads). Without it,

@@ -4,7 +4,8 @@ T5 and Whisper shapes with random weights, exported by optimum 1.16 as encoder_m
 onnxruntime's greedy loop over the same three files and the torch greedy loop stored in
 reference.npz (Whisper: from log-mel input_features); beam search (3 beams) equals transformers' generate(num_beams=3) stored there, and
 a beam search written here after transformers' beam_search / BeamSearchScorer driving
-onnxruntime on the same files.
+onnxruntime on the same files; the merged decoder (If on use_cache_branch) alone generates what
+the split files do.
 Skips (passes, saying so) when the fixtures are not in the tree."""
 import json
 import os
@@ -156,6 +157,28 @@ def check_beam_search(name):
     assert got["ids"] == by_ort, f"octet {got['ids']} vs onnxruntime {by_ort}"
 
 
+def check_merged_decoder(name):
+    """optimum's decoder_model_merged.onnx alone (an If on use_cache_branch) generates what the
+    split files do."""
+    folder = os.path.join(ROOT, name)
+    merged = os.path.join(TMP.name, name + "_merged")
+    os.makedirs(merged, exist_ok=True)
+    for f in ("encoder_model.onnx", "decoder_model_merged.onnx", "config.json"):
+        if not os.path.exists(os.path.join(merged, f)):
+            os.symlink(os.path.join(folder, f), os.path.join(merged, f))
+    ids = np.load(os.path.join(folder, "reference.npz"))["input_ids"][0].tolist()
+    # Greedy tokens of these random models repeat one token, which a decoder that ignored its
+    # cache could match too: beam search (reordered caches) and seeded sampling at a high
+    # temperature (a different token almost every step) are the real checks.
+    want = np.load(os.path.join(folder, "reference.npz"))["beam_tokens"][0].tolist()[1:]
+    got = generate(merged, ids, "--max-new-tokens", "12", "--num-beams", "3", "--early-stopping", "false")["ids"]
+    assert got == want, f"merged decoder, beam search {got} vs transformers {want}"
+    sampling = ("--max-new-tokens", "12", "--ignore-eos", "--do-sample", "--temperature", "3", "--seed", "7")
+    split, got = generate(folder, ids, *sampling)["ids"], generate(merged, ids, *sampling)["ids"]
+    assert len(set(split)) > 3, f"sampling gave too few distinct tokens to test anything: {split}"
+    assert got == split, f"merged decoder, sampling {got} vs split files {split}"
+
+
 def check_whisper_features():
     """Whisper: log-mel input_features into the encoder (--encoder-input), no token prompt."""
     folder = os.path.join(ROOT, "whisper")
@@ -179,5 +202,6 @@ else:
     for name in NAMES:
         t.check(f"greedy == onnxruntime == torch ({name})", check_greedy, name)
         t.check(f"beam search == transformers == onnxruntime ({name})", check_beam_search, name)
+        t.check(f"merged decoder == split files ({name})", check_merged_decoder, name)
     t.check("whisper features: greedy == onnxruntime == torch", check_whisper_features)
     t.finish()

@@ -278,6 +278,8 @@ def save(results, path):
         json.dump(results, f, indent=1)
     md = os.path.splitext(path)[0] + ".md"
     m = results["machine"]
+    limit = results["settings"].get("ppl_windows") or 0
+    windows = f"the first {limit} of the 32" if limit else "the 32"
     with open(md, "w") as f:
         f.write(f"# Decode: SmolLM2-135M, {results['settings']['prompt_tokens']}-token prompt, "
                 f"{results['settings']['new_tokens']} new tokens, greedy, {results['settings']['threads']} threads\n\n")
@@ -287,7 +289,7 @@ def save(results, path):
         f.write("TTFT: from handing over the prompt ids to the first new token, in the first generate call after "
                 "the model is loaded (the same for every engine; octet's CLI makes one call per process). Decode "
                 "tok/s: the tokens after the first over their time. Peak RSS: the engine process's high-water "
-                "mark. Perplexity: the 32 held-out 128-token windows, through the same file on "
+                f"mark. Perplexity: {windows} held-out 128-token windows, through the same file on "
                 "onnxruntime (onnxruntime-genai rows), openvino.Core (openvino-genai rows) or `octet run`; "
                 "top-1: agreement of the argmax with the fp32 onnxruntime model at every position.\n\n")
         f.write(table(results) + "\n\nVersions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items())
@@ -318,7 +320,7 @@ def main():
                "load_average_start": [round(x, 2) for x in os.getloadavg()],
                "settings": {"threads": a.threads, "new_tokens": a.new_tokens, "rounds": a.rounds,
                             "omp_passive": a.omp_passive, "timeout_s": a.timeout,
-                            "ov_attention_backend": a.ov_attention_backend},
+                            "ov_attention_backend": a.ov_attention_backend, "ppl_windows": a.ppl_windows},
                "prepared": {}, "variants": {}}
     exports.ensure("smollm2")
     src = exports.with_past_path()

@@ -5,6 +5,9 @@
 //   - decode (A has at most kNbitsMaxRows rows): memory-bound. Each weight byte is read
 //     once and dequantized in registers (simd/nbits_gemv_*.cpp), zero point included; the
 //     block scale applies once per block. This is the GEMV the decode step spends its time in.
+//     With int8 activations asked for (matmul_nbits.h) and AVX512-VNNI present, A's rows
+//     are quantized per weight block instead and the block sums are integer dot products
+//     (simd/nbits_gemv_q8_vnni_avx512.cpp).
 //   - prefill (more rows): compute-bound. Each thread dequantizes a panel of kPanel columns
 //     into a per-thread buffer and multiplies it with oneDNN's sgemm; the float weights never
 //     exist whole.
@@ -14,10 +17,15 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/sizes.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/matmul_nbits.h"
 #include "kernels/cpu/dnnl_common.h"
 #include "kernels/cpu/simd/nbits_table.h"
 #include "kernels/cpu/simd_kernels.h"
@@ -33,10 +41,33 @@ const NbitsTable& nbits_table(IsaLevel level) {
     NbitsTable avx2 = generic, avx512 = generic;
     if (detected_isa() >= IsaLevel::Avx2) fill_nbits_table_avx2(avx2), avx512 = avx2;
     if (detected_isa() >= IsaLevel::Avx512) fill_nbits_table_avx512(avx512);
+    if (detected_isa() >= IsaLevel::Avx512 && __builtin_cpu_supports("avx512vnni")) fill_nbits_q8_vnni_avx512(avx512);
     return std::array<NbitsTable, 3>{generic, avx2, avx512};
   }();
   return tables[static_cast<size_t>(std::min(level, detected_isa()))];
 }
+
+namespace {
+
+bool int8_activations_from_environment() {
+  const char* env = std::getenv("OCTET_NBITS_ACTIVATIONS");
+  if (!env) return false;
+  const std::string v = env;
+  if (v != "int8" && v != "float") fail("OCTET_NBITS_ACTIVATIONS='", v, "' is not one of float, int8");
+  return v == "int8";
+}
+
+std::atomic<bool>& int8_activations_flag() {
+  static std::atomic<bool> flag{int8_activations_from_environment()};
+  return flag;
+}
+
+}  // namespace
+
+void set_nbits_int8_activations(bool enabled) { int8_activations_flag().store(enabled, std::memory_order_relaxed); }
+bool nbits_int8_activations() { return int8_activations_flag().load(std::memory_order_relaxed); }
+bool nbits_int8_path_available() { return nbits_table(active_isa()).gemv_q8 != nullptr; }
+bool nbits_int8_path_active() { return nbits_int8_activations() && nbits_int8_path_available(); }
 
 namespace {
 
@@ -48,6 +79,7 @@ struct NbitsState : KernelState {
   std::shared_ptr<const Tensor> b;  // uint8 [N, k_blocks, block * bits / 8], as in the file
   std::vector<float> scales;        // [N, k_blocks]
   std::vector<float> zeros;         // [N, k_blocks]: zero points as floats
+  std::vector<uint8_t> zero_codes;  // [N, k_blocks]: the same as integers (int8-activation path)
   std::vector<float> zero_scales;   // [N, k_blocks]: zero point * scale (the prefill path)
   std::vector<float> bias;          // [N] or empty
 };
@@ -92,20 +124,71 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   s->scales.assign(ps, ps + count);
   s->zero_scales.resize(static_cast<size_t>(count));
   s->zeros.resize(static_cast<size_t>(count));
+  s->zero_codes.resize(static_cast<size_t>(count));
   const int mask = (1 << s->bits) - 1;
   for (int64_t n = 0; n < s->N; ++n)
     for (int64_t kb = 0; kb < s->k_blocks; ++kb) {
       const int64_t bit = kb * s->bits;
       const int zero = zp ? (zp[n * zp_row + bit / 8] >> (bit % 8)) & mask : 1 << (s->bits - 1);
       s->zeros[n * s->k_blocks + kb] = static_cast<float>(zero);
+      s->zero_codes[n * s->k_blocks + kb] = static_cast<uint8_t>(zero);
       s->zero_scales[n * s->k_blocks + kb] = static_cast<float>(zero) * s->scales[n * s->k_blocks + kb];
     }
   out = std::move(s);
   return true;
 }
 
+// Decode with int8 activations: each row's blocks quantized symmetrically (scale = max|a| /
+// 127, codes rounded to nearest even), arranged as the float path arranges A, then the
+// integer GEMV. The quantization is O(rows * K) against the GEMV's O(rows * K * N).
+void run_gemv_q8(const KernelContext& ctx, const NbitsState& s, const NbitsTable& table, const float* a, int64_t rows,
+                 float* y) {
+  const int64_t kp = s.k_blocks * s.block, cells = rows * s.k_blocks;
+  int8_t* aq = thread_scratch_as<int8_t>(Scratch::NbitsA, rows * kp);
+  float* a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, cells);
+  int32_t* a_sums = thread_scratch_as<int32_t>(Scratch::NbitsASums, cells);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t kb = 0; kb < s.k_blocks; ++kb) {
+      const float* src = a + r * s.K + kb * s.block;
+      const int64_t len = std::min(s.block, s.K - kb * s.block);
+      float amax = 0.0f;
+      for (int64_t j = 0; j < len; ++j) amax = std::max(amax, std::fabs(src[j]));
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int8_t* dst = aq + r * kp + kb * s.block;
+      int32_t sum = 0;
+      for (int64_t c = 0; c < s.block; c += 32) {
+        int8_t run[32];
+        for (int j = 0; j < 32; ++j) {
+          const int v = c + j < len ? static_cast<int>(std::nearbyint(src[c + j] * inv)) : 0;
+          run[j] = static_cast<int8_t>(std::clamp(v, -127, 127));
+          sum += run[j];
+        }
+        if (s.bits == 4)
+          for (int j = 0; j < 16; ++j) dst[c + j] = run[2 * j], dst[c + 16 + j] = run[2 * j + 1];
+        else
+          std::memcpy(dst + c, run, sizeof run);
+      }
+      a_scales[r * s.k_blocks + kb] = amax / 127.0f;
+      a_sums[r * s.k_blocks + kb] = sum;
+    }
+  NbitsQ8Args g;
+  g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
+  g.b = s.b->raw(), g.scales = s.scales.data(), g.zeros = s.zero_codes.data();
+  g.a = aq, g.a_scales = a_scales, g.a_sums = a_sums, g.y = y, g.ldy = s.N;
+  const int64_t chunks = (s.N + 7) / 8;  // 8 columns per task: whole cache lines of y
+  parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
+    const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
+    table.gemv_q8(g, n0, n1);
+    if (!s.bias.empty())
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
+  });
+}
+
 // Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.
 void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, float* y) {
+  const NbitsTable& table = nbits_table(active_isa());
+  if (table.gemv_q8 && nbits_int8_activations()) return run_gemv_q8(ctx, s, table, a, rows, y);
   const int64_t kp = s.k_blocks * s.block;
   float* arranged = thread_scratch_as<float>(Scratch::NbitsA, rows * kp);
   for (int64_t r = 0; r < rows; ++r) {
@@ -123,7 +206,6 @@ void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int
   NbitsGemvArgs g;
   g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
   g.b = s.b->raw(), g.scales = s.scales.data(), g.zeros = s.zeros.data(), g.a = arranged, g.y = y, g.ldy = s.N;
-  const NbitsTable& table = nbits_table(active_isa());
   const int64_t chunks = (s.N + 7) / 8;  // 8 columns per task: whole cache lines of y
   parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
     const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);

@@ -33,14 +33,36 @@ struct NbitsGemvArgs {
   int64_t ldy = 0;
 };
 
+// The int8-activation form (onnxruntime's accuracy_level 4, llama.cpp's Q4_0 x Q8_0): each
+// row of A quantized per weight block, symmetric int8 with one float scale per block, laid
+// out as A above (evens then odds for bits = 4, zero padded past K). Then per block the
+// products are integers: y[r, n] = sum_b scale[n, b] * a_scale[r, b] *
+// (sum_j q[n, b, j] * aq[r, b, j] - zero[n, b] * a_sum[r, b]), a_sum the block's sum of aq.
+struct NbitsQ8Args {
+  int bits = 4;
+  int64_t rows = 1, k_blocks = 0, block = 0;
+  const uint8_t* b = nullptr;
+  const float* scales = nullptr;    // [N, k_blocks]
+  const uint8_t* zeros = nullptr;   // [N, k_blocks], the zero points
+  const int8_t* a = nullptr;        // [rows, k_blocks * block]
+  const float* a_scales = nullptr;  // [rows, k_blocks]
+  const int32_t* a_sums = nullptr;  // [rows, k_blocks]
+  float* y = nullptr;               // y[r * ldy + n]
+  int64_t ldy = 0;
+};
+
 struct NbitsTable {
   const char* name = nullptr;
   // Columns n0 <= n < n1 of y for every row of A: the sums above.
   void (*gemv)(const NbitsGemvArgs& args, int64_t n0, int64_t n1) = nullptr;
+  // The int8-activation sums, where the CPU has integer dot products (AVX512-VNNI); null
+  // elsewhere: matmul_nbits.cpp then keeps the float path.
+  void (*gemv_q8)(const NbitsQ8Args& args, int64_t n0, int64_t n1) = nullptr;
 };
 
 void fill_nbits_table_generic(NbitsTable& t);
 void fill_nbits_table_avx2(NbitsTable& t);
 void fill_nbits_table_avx512(NbitsTable& t);
+void fill_nbits_q8_vnni_avx512(NbitsTable& t);  // sets gemv_q8 only
 
 }  // namespace octet::cpu

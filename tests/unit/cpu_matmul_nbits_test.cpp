@@ -189,8 +189,9 @@ int check_int8(const NbitsCase& c, uint32_t seed = 1) {
 }
 
 TEST(CpuMatMulNBits, Int8ActivationsEdgeShapes) {
-  if (const char* env = std::getenv("OCTET_NBITS_ACTIVATIONS"))
+  if (const char* env = std::getenv("OCTET_NBITS_ACTIVATIONS")) {
     EXPECT_EQ(cpu::nbits_int8_activations(), std::strcmp(env, "int8") == 0) << "OCTET_NBITS_ACTIVATIONS=" << env;
+  }
   int int8_runs = 0, cases = 0;
   for (int bits : {4, 8})
     for (int64_t block : {32, 64, 128})

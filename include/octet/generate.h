@@ -61,7 +61,8 @@ using TokenCallback = std::function<bool(int64_t token)>;
 
 // A decoder-only model (GPT-2, Llama, ...). `model`: the .onnx file with past_key_values
 // inputs, or a folder holding one (decoder_with_past_model.onnx [+ decoder_model.onnx],
-// model.onnx, or a single .onnx file) and, optionally, config.json / generation_config.json.
+// decoder_model_merged.onnx, model.onnx, or a single .onnx file) and, optionally,
+// config.json / generation_config.json.
 class Generator {
  public:
   explicit Generator(const std::string& model, const SessionOptions& options = {});
@@ -80,8 +81,8 @@ class Generator {
 };
 
 // An encoder-decoder model (Marian, T5, BART) in optimum's file set, in one folder:
-// encoder_model.onnx, decoder_model.onnx and decoder_with_past_model.onnx, and the
-// config.json naming decoder_start_token_id and eos_token_id.
+// encoder_model.onnx, decoder_with_past_model.onnx [+ decoder_model.onnx] or
+// decoder_model_merged.onnx, and the config.json naming decoder_start_token_id and eos_token_id.
 class Seq2SeqGenerator {
  public:
   explicit Seq2SeqGenerator(const std::string& folder, const SessionOptions& options = {});

@@ -199,7 +199,8 @@ class Generator(_Base):
     """A decoder-only model (GPT-2, Llama, SmolLM2, ...) exported with a KV cache.
 
     `model`: the .onnx file with past_key_values inputs, or a folder with one
-    (decoder_with_past_model.onnx [+ decoder_model.onnx], model.onnx). `tokenizer`: a
+    (decoder_with_past_model.onnx [+ decoder_model.onnx], decoder_model_merged.onnx,
+    model.onnx). `tokenizer`: a
     tokenizer.json path or a tokenizers.Tokenizer; by default the tokenizer.json beside
     the model, if any. One generate() at a time per Generator.
     """
@@ -213,7 +214,8 @@ class Generator(_Base):
 
 class Seq2SeqGenerator(_Base):
     """An encoder-decoder model (Marian, T5, BART) as optimum exports it: a folder with
-    encoder_model.onnx, decoder_model.onnx, decoder_with_past_model.onnx and config.json.
+    encoder_model.onnx, decoder_with_past_model.onnx [+ decoder_model.onnx] or
+    decoder_model_merged.onnx, and config.json.
 
     generate() also takes num_beams, length_penalty and early_stopping ("false", "true",
     "never", or a bool) as transformers defines them; beam search streams nothing. The prompt

@@ -138,6 +138,21 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   return true;
 }
 
+// Both decode GEMVs: columns in tasks of 8 (whole cache lines of y) over the threads, each
+// task's columns computed by `columns(n0, n1)` and then given the bias.
+template <typename Columns>
+void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, int64_t kp, float* y,
+                  const Columns& columns) {
+  const int64_t chunks = (s.N + 7) / 8;
+  parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
+    const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
+    columns(n0, n1);
+    if (!s.bias.empty())
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
+  });
+}
+
 // Decode with int8 activations: each row's blocks quantized symmetrically (scale = max|a| /
 // 127, codes rounded to nearest even), arranged as the float path arranges A, then the
 // integer GEMV. The quantization is O(rows * K) against the GEMV's O(rows * K * N).
@@ -175,14 +190,7 @@ void run_gemv_q8(const KernelContext& ctx, const NbitsState& s, const NbitsTable
   g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
   g.b = s.b->raw(), g.scales = s.scales.data(), g.zeros = s.zero_codes.data();
   g.a = aq, g.a_scales = a_scales, g.a_sums = a_sums, g.y = y, g.ldy = s.N;
-  const int64_t chunks = (s.N + 7) / 8;  // 8 columns per task: whole cache lines of y
-  parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
-    const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
-    table.gemv_q8(g, n0, n1);
-    if (!s.bias.empty())
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
-  });
+  gemv_columns(ctx, s, rows, kp, y, [&](int64_t n0, int64_t n1) { table.gemv_q8(g, n0, n1); });
 }
 
 // Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.
@@ -206,14 +214,7 @@ void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int
   NbitsGemvArgs g;
   g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
   g.b = s.b->raw(), g.scales = s.scales.data(), g.zeros = s.zeros.data(), g.a = arranged, g.y = y, g.ldy = s.N;
-  const int64_t chunks = (s.N + 7) / 8;  // 8 columns per task: whole cache lines of y
-  parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
-    const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
-    table.gemv(g, n0, n1);
-    if (!s.bias.empty())
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
-  });
+  gemv_columns(ctx, s, rows, kp, y, [&](int64_t n0, int64_t n1) { table.gemv(g, n0, n1); });
 }
 
 // Prefill: per thread, panels of kPanel columns dequantized to float [cols, K], then sgemm.

@@ -26,6 +26,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -80,6 +81,8 @@ def main():
     if a.recipe.startswith("octet"):
         extra = {"octet-static": ["--calib", a.calib], "octet-static-sq": ["--calib", a.calib, "--smoothquant", "auto"],
                  "octet-dynamic": ["--mode", "dynamic"]}[a.recipe]
+        # OCTET_QUANT_ARGS="--attention fp32 ..." appends flags to every octet recipe: ablations in one harness.
+        extra += shlex.split(os.environ.get("OCTET_QUANT_ARGS", ""))
         seconds, peak = run_octet(a.octet, [a.fp32, "-o", a.out, *extra])
         print(json.dumps({"seconds": seconds, "peak_rss_mb": peak, "command": f"octet quantize {' '.join(extra)}"}))
         return

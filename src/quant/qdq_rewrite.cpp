@@ -29,8 +29,8 @@ Value* bias_constant(Value* v, int64_t n, const Value* y) {
 
 class Rewriter {
  public:
-  Rewriter(Graph& g, const ActivationTable& params, const QuantizeOptions& o)
-      : graph_(g), patch_(make_patch(g)), params_(params), o_(o) {}
+  Rewriter(Graph& g, const ActivationTable& params, const QuantizeOptions& o, const PreparedWeights* prepared)
+      : graph_(g), patch_(make_patch(g)), params_(params), o_(o), prepared_(prepared) {}
 
   void rewrite(const QuantizedNode& q) {
     if (o_.mode == Mode::Dynamic && q.kind == QuantKind::Weight) return rewrite_dynamic(q);
@@ -69,8 +69,22 @@ class Rewriter {
     return dequantized_[v] = dq->output(0);
   }
 
+  // The prepared (GPTQ) rounding of w when there is one for this layout, else nearest.
+  // `transposed`: t is w's [N, K] transposed to [K, N] (dynamic Gemm with transB).
+  QuantizedWeight weight_for(const Value* w, const Tensor& t, int axis, bool per_channel, bool transposed = false) {
+    if (prepared_) {
+      auto it = prepared_->find(w->name());
+      if (it != prepared_->end() && it->second.scale.numel() == (per_channel ? t.shape()[static_cast<size_t>(axis)] : 1)) {
+        QuantizedWeight qw{transposed ? transpose_matrix(it->second.data) : it->second.data, it->second.scale,
+                           it->second.zero_point};
+        if (qw.data.shape() == t.shape()) return qw;
+      }
+    }
+    return quantize_weight(t, axis, per_channel, w->name());
+  }
+
   Value* dequantized_weight(Value* w, int axis, bool per_channel) {
-    QuantizedWeight qw = quantize_weight(*w->constant(), axis, per_channel, w->name());
+    QuantizedWeight qw = weight_for(w, *w->constant(), axis, per_channel);
     Value* data = patch_.add_initializer(w->name() + "_quantized", std::move(qw.data));
     Value* scale = patch_.add_initializer(w->name() + "_scale", std::move(qw.scale));
     Value* zp = patch_.add_initializer(w->name() + "_zero_point", std::move(qw.zero_point));
@@ -108,7 +122,7 @@ class Rewriter {
         }
       }
     }
-    QuantizedWeight qw = quantize_weight(b, 1, o_.per_channel_weights, w->name());
+    QuantizedWeight qw = weight_for(w, b, 1, o_.per_channel_weights, n->op_type() == "Gemm" && n->attr_int("transB", 0));
     Value* data = patch_.add_initializer(w->name() + "_quantized", std::move(qw.data));
     Value* scale = patch_.add_initializer(w->name() + "_scale", std::move(qw.scale));
     Value* zp = patch_.add_initializer(w->name() + "_zero_point", std::move(qw.zero_point));
@@ -157,6 +171,7 @@ class Rewriter {
   GraphPatch patch_;
   const ActivationTable& params_;
   const QuantizeOptions& o_;
+  const PreparedWeights* prepared_;
   RewriteResult result_;
   std::map<Value*, Value*> dequantized_;
   std::map<Value*, int> rewritten_uses_;
@@ -196,9 +211,9 @@ QuantizedWeight quantize_weight(const Tensor& w, int axis, bool per_channel, con
   return q;
 }
 
-RewriteResult write_quantized_graph(Graph& graph, const QuantizePlan& plan,
-                                    const ActivationTable& params, const QuantizeOptions& options) {
-  Rewriter rewriter(graph, params, options);
+RewriteResult write_quantized_graph(Graph& graph, const QuantizePlan& plan, const ActivationTable& params,
+                                    const QuantizeOptions& options, const PreparedWeights* prepared) {
+  Rewriter rewriter(graph, params, options, prepared);
   for (const QuantizedNode& q : plan.nodes) rewriter.rewrite(q);
   return rewriter.finish();
 }

@@ -32,6 +32,10 @@ struct QuantizedWeight {
 // error naming `name`.
 QuantizedWeight quantize_weight(const Tensor& w, int axis, bool per_channel, const std::string& name);
 
+// Weights already rounded elsewhere (GPTQ, gptq.h), by weight value name: the rewrite uses
+// them instead of rounding to nearest. Same scales and layout as quantize_weight's.
+using PreparedWeights = std::map<std::string, QuantizedWeight>;
+
 // A node the rewrite quantized, and the value that carries its result before and after
 // (the same name, except where a dynamic rewrite replaced the node by a new one).
 struct RewrittenLayer {
@@ -48,7 +52,7 @@ struct RewriteResult {
 };
 
 // Rewrites `graph` in place. Static mode needs params for every plan.activations entry.
-RewriteResult write_quantized_graph(Graph& graph, const QuantizePlan& plan,
-                                    const ActivationTable& params, const QuantizeOptions& options);
+RewriteResult write_quantized_graph(Graph& graph, const QuantizePlan& plan, const ActivationTable& params,
+                                    const QuantizeOptions& options, const PreparedWeights* prepared = nullptr);
 
 }  // namespace octet::quant

@@ -133,6 +133,9 @@ nlohmann::json QuantizeReport::to_json() const {
                       {"groups", groups}, {"max_relative_error", smoothing->max_relative_error},
                       {"fidelity_without_smoothing", fidelity_json(smoothing->fidelity_without)}};
   }
+  if (gptq)
+    j["gptq"] = {{"layers", gptq->layers}, {"calibration_passes", gptq->calibration_passes},
+                 {"output_error_nearest", gptq->error_nearest}, {"output_error_gptq", gptq->error_gptq}};
   if (mixed_precision) {
     json layers_json = json::array();
     for (const FloatLayerReport& l : mixed_precision->float_layers)
@@ -203,6 +206,11 @@ std::string QuantizeReport::to_text() const {
       o << "  the same quantization without SmoothQuant:\n";
       fidelity_text(o, smoothing->fidelity_without);
     }
+  }
+  if (gptq && gptq->layers) {
+    o << "\n  GPTQ rounding: " << gptq->layers << " weights; their output error (H-weighted, relative) "
+      << fmt("%.3g", gptq->error_gptq) << " against " << fmt("%.3g", gptq->error_nearest) << " rounded to nearest ("
+      << gptq->calibration_passes << " pass(es) over the calibration samples)\n";
   }
   if (mixed_precision) {
     const MixedPrecisionReport& m = *mixed_precision;

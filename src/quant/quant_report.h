@@ -70,6 +70,13 @@ struct SmoothingReport {
   std::vector<OutputFidelity> fidelity_without;
 };
 
+// GPTQ rounding (gptq.h): how many weights, and the mean over them of the H-weighted
+// relative output error tr(D^T H D) / tr(W^T H W) with nearest rounding and with GPTQ.
+struct GptqReport {
+  size_t layers = 0, calibration_passes = 0;
+  double error_nearest = 0, error_gptq = 0;
+};
+
 struct FloatLayerReport {
   std::string node;
   double drop_alone = 0;
@@ -98,6 +105,7 @@ struct QuantizeReport {
   std::vector<OutputFidelity> fidelity;
   std::optional<SmoothingReport> smoothing;
   std::optional<MixedPrecisionReport> mixed_precision;
+  std::optional<GptqReport> gptq;
   bool explain = false;  // the text form shows the per-layer input statistics
   std::vector<std::string> notes;
   double seconds = 0;

@@ -10,6 +10,7 @@
 #include "quant/calibrate.h"
 #include "quant/calibration_data.h"
 #include "quant/evaluate.h"
+#include "quant/gptq.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/smooth_fold.h"
 #include "quant/quantize_plan.h"
@@ -101,9 +102,10 @@ ActivationTable calibrate_plan(std::shared_ptr<const Graph> float_graph, const Q
 // what mixed precision and the without-smoothing comparison measure.
 std::shared_ptr<Graph> quantize_in_memory(const std::filesystem::path& path,
                                           const std::vector<SmoothingDecision>& smoothing,
-                                          const QuantizeOptions& o, const ActivationTable& params) {
+                                          const QuantizeOptions& o, const ActivationTable& params,
+                                          const PreparedWeights* prepared = nullptr) {
   Model m = load_prepared(path, smoothing);
-  write_quantized_graph(*m.graph, plan_quantization(*m.graph, o), params, o);
+  write_quantized_graph(*m.graph, plan_quantization(*m.graph, o), params, o, prepared);
   optimize(*m.graph);
   return std::shared_ptr<Graph>(m.graph.release());
 }
@@ -206,6 +208,15 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   if (o.mode == Mode::Static)
     params = calibrate_plan(calib_graph, plan, *source, calib_idx, o, progress("calibrating"), &report.calibration_samples);
 
+  // GPTQ: weights rounded against their inputs' Gram matrices on the (smoothed) float model.
+  std::shared_ptr<const PreparedWeights> prepared;
+  if (source && job.gptq) {
+    GptqSummary g;
+    prepared = gptq_weights(calib_graph, plan, *source, calib_idx, o.per_channel_weights, progress("GPTQ rounding"), g);
+    report.gptq = GptqReport{g.layers, g.calibration_passes, g.error_nearest, g.error_gptq};
+    for (const SkippedNode& s : g.skipped) report.notes.push_back("GPTQ: '" + s.node->name() + "' " + s.reason);
+  }
+
   std::map<std::string, std::string> mixed_reasons;
   if (job.max_drop) {
     const Session float_session(float_graph);
@@ -214,7 +225,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     auto drop = [&](const std::set<std::string>& float_layers) {
       QuantizeOptions variant = o;
       variant.exclude.insert(float_layers.begin(), float_layers.end());
-      const Session s(quantize_in_memory(job.model, smoothing, variant, params));
+      const Session s(quantize_in_memory(job.model, smoothing, variant, params, prepared.get()));
       return metric_drop(output_fidelity(float_session, s, *source, eval_idx), job.metric);
     };
     const MixedPrecisionResult mp = search_mixed_precision(layers, drop, *job.max_drop, progress("mixed precision"));
@@ -231,7 +242,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     auto why = mixed_reasons.find(s.node->name());
     report.skipped.push_back({s.node->name(), s.node->op_type(), why != mixed_reasons.end() ? why->second : s.reason});
   }
-  RewriteResult rewrite = write_quantized_graph(*model.graph, plan, params, o);
+  RewriteResult rewrite = write_quantized_graph(*model.graph, plan, params, o, prepared.get());
   for (const SkippedNode& s : rewrite.skipped) report.skipped.push_back({s.node->name(), s.node->op_type(), s.reason});
 
   std::vector<std::string> problems = check_target_profile(*model.graph, o.target);
@@ -281,7 +292,14 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
       ActivationTable plain_params;
       if (o.mode == Mode::Static)
         plain_params = calibrate_plan(float_graph, plain_plan, *source, calib_idx, job.options, progress("calibrating without smoothing"));
-      const Session plain(quantize_in_memory(job.model, {}, job.options, plain_params));
+      // GPTQ too when the job uses it, on the unsmoothed inputs: only smoothing differs.
+      std::shared_ptr<const PreparedWeights> plain_prepared;
+      if (job.gptq) {
+        GptqSummary ignored;
+        plain_prepared = gptq_weights(float_graph, plain_plan, *source, calib_idx, o.per_channel_weights,
+                                      progress("GPTQ rounding without smoothing"), ignored);
+      }
+      const Session plain(quantize_in_memory(job.model, {}, job.options, plain_params, plain_prepared.get()));
       report.smoothing->fidelity_without = output_fidelity(float_session, plain, *source, eval_idx);
     }
   } else {

@@ -35,6 +35,8 @@ struct QuantizeJob {
   bool explain = false;                       // per-layer input statistics (--explain)
   std::optional<double> max_drop;             // --max-drop: keep layers float until met
   Metric metric = Metric::Cosine;             // --metric, for max_drop
+  // --rounding: GPTQ (gptq.h) for MatMul/Gemm weights when samples are given, else nearest.
+  bool gptq = true;
 };
 
 // Writes job.output and returns the report. Every failure is an octet::Error naming the

@@ -24,7 +24,7 @@ namespace {
 
 struct Options {
   std::string model, out, mode, target = "octet", calib, calib_text, tokenizer, calibration = "minmax", activation_type, attention = "int8",
-                                report, smoothquant, metric = "cosine", weights, method = "rtn";
+                                report, smoothquant, metric = "cosine", weights, method = "rtn", rounding = "gptq";
   int64_t block = 0;
   bool asymmetric = false, keep_lm_head = false;
   std::vector<std::string> exclude, dims;
@@ -36,6 +36,12 @@ struct Options {
   bool per_tensor = false, keep_embeddings = false, json = false, external_data = false, force = false,
        quiet = false;
 };
+
+bool parse_rounding(const std::string& s) {
+  if (s == "gptq") return true;
+  if (s == "nearest") return false;
+  fail("unknown --rounding '", s, "' (expected gptq or nearest)");
+}
 
 const char* kFooter = R"(WHAT GETS QUANTIZED
   Every MatMul/Gemm/Conv with a constant weight: int8 weights, symmetric, one scale per
@@ -102,6 +108,17 @@ SMOOTHQUANT (--smoothquant auto|ALPHA|off; static mode's default is auto)
   rows; off quantizes without smoothing. The report checks that the smoothed float model
   matches the original and shows fidelity with and without it.
 
+ROUNDING (--rounding gptq|nearest)
+  With samples (--calib), int8 MatMul/Gemm weights are rounded by GPTQ (default): rows
+  are rounded one input channel at a time, each row's rounding error moved onto the rows
+  not yet rounded, weighted by the inverse of the inputs' Gram matrix X^T X on the
+  calibration samples, so the layer's output X.W moves least (not each weight). Scales and
+  file format are those of nearest rounding. Costs one pass over the samples (more when the
+  Gram matrices exceed 256 MB) and about K^2 N flops per weight; the report gives the
+  output error against nearest rounding. --rounding nearest: every weight to its nearest
+  int8 value (the only choice without samples). Conv weights and weights read by several
+  quantized nodes are always rounded to nearest.
+
 MIXED PRECISION (--max-drop X [--metric cosine|top1|mse], needs --calib)
   Keeps the fewest quantized layers in float such that the end-output metric on held-out
   samples stays within X of fp32: 1 - cosine, 1 - top-1 agreement (logits outputs), or the
@@ -149,6 +166,7 @@ void quantize_set(const Options& o, const quant::QuantizeJob& base) {
   job.base.explain = o.explain;
   if (o.max_drop >= 0) job.base.max_drop = o.max_drop;
   job.base.metric = quant::parse_metric(o.metric);
+  job.base.gptq = parse_rounding(o.rounding);
   job.folder = o.model;
   job.out_dir = out;
   const quant::Seq2SeqSetReport report = quant::quantize_seq2seq_set(job);
@@ -235,6 +253,7 @@ void quantize_command(const Options& o) {
   job.explain = o.explain;
   if (o.max_drop >= 0) job.max_drop = o.max_drop;
   job.metric = quant::parse_metric(o.metric);
+  job.gptq = parse_rounding(o.rounding);
 
   print_report(o, quant::quantize_model(job));
 }
@@ -290,6 +309,8 @@ void add_quantize_command(CLI::App& app) {
       ->type_name("X")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--metric", opts->metric, "cosine (default) | top1 | mse, for --max-drop");
+  cmd->add_option("--rounding", opts->rounding,
+                  "gptq (default with --calib) | nearest: how int8 MatMul/Gemm weights are rounded (see ROUNDING)");
   cmd->add_flag("--explain", opts->explain, "Per-layer input range, outlier ratio and smoothing scale in the table");
   cmd->add_option("--holdout", opts->holdout, "Share of samples held out for fidelity (default 0.2)");
   cmd->add_option("--sqnr-samples", opts->sqnr_samples, "Samples for per-layer SQNR (default 8)")->type_name("N");

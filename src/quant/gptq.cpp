@@ -1,0 +1,326 @@
+#include "quant/gptq.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "octet/error.h"
+#include "runtime/session.h"
+
+namespace octet::quant {
+namespace {
+
+constexpr int64_t kBlock = 128;   // rows rounded before the rest get their (GEMM) update
+constexpr int64_t kColumns = 64;  // output channels per thread task within a block
+
+size_t idx(int64_t r, int64_t c, int64_t k) { return static_cast<size_t>(r * k + c); }
+
+void sgemm_or_fail(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const char* what) {
+  if (dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
+    fail("GPTQ: oneDNN sgemm failed (", what, ")");
+}
+
+constexpr int64_t kPanel = 64;  // columns per panel of the blocked factorizations below
+
+// Lower Cholesky factor of a (K x K, positive definite), in place; the upper triangle is
+// zeroed. Left-looking by panels of kPanel columns: each panel first takes the update of
+// every column before it (the K^3/6 bulk, rows in parallel, inner loops over the panel's
+// contiguous columns), then is factored on its own. A column at a time would stream the
+// whole matrix through the cache once per column.
+void cholesky_lower(std::vector<double>& a, int64_t k) {
+  std::vector<double> lt;  // L[j0:j1, 0:j0] transposed: [p][panel column]
+  for (int64_t j0 = 0; j0 < k; j0 += kPanel) {
+    const int64_t j1 = std::min(k, j0 + kPanel), w = j1 - j0;
+    lt.assign(static_cast<size_t>(j0 * w), 0.0);
+    for (int64_t jj = 0; jj < w; ++jj)
+      for (int64_t p = 0; p < j0; ++p) lt[idx(p, jj, w)] = a[idx(j0 + jj, p, k)];
+#pragma omp parallel for schedule(static)
+    for (int64_t i = j0; i < k; ++i) {
+      double acc[kPanel];
+      double* row = &a[idx(i, 0, k)];
+      for (int64_t jj = 0; jj < w; ++jj) acc[jj] = row[j0 + jj];
+      for (int64_t p = 0; p < j0; ++p) {
+        const double f = row[p];
+        const double* l = &lt[idx(p, 0, w)];
+#pragma omp simd
+        for (int64_t jj = 0; jj < w; ++jj) acc[jj] -= f * l[jj];
+      }
+      for (int64_t jj = 0; jj < w; ++jj) row[j0 + jj] = acc[jj];
+    }
+    for (int64_t j = j0; j < j1; ++j) {  // the panel itself, against its own earlier columns
+      double d = a[idx(j, j, k)];
+      for (int64_t p = j0; p < j; ++p) d -= a[idx(j, p, k)] * a[idx(j, p, k)];
+      if (!(d > 0)) fail("GPTQ: the damped Gram matrix is not positive definite at channel ", j);
+      const double l = std::sqrt(d);
+      a[idx(j, j, k)] = l;
+      for (int64_t i = j + 1; i < k; ++i) {
+        double v = a[idx(i, j, k)];
+        for (int64_t p = j0; p < j; ++p) v -= a[idx(i, p, k)] * a[idx(j, p, k)];
+        a[idx(i, j, k)] = v / l;
+      }
+    }
+  }
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = i + 1; j < k; ++j) a[idx(i, j, k)] = 0;
+}
+
+// M^-1 of a lower triangular M (K x K), as rows: panels of kPanel columns are independent
+// (one per thread); within one, rows are solved top to bottom, each row of the panel the
+// combination of the rows above it (inner loops over the panel's contiguous columns).
+std::vector<double> lower_inverse(const std::vector<double>& m, int64_t k) {
+  std::vector<double> x(m.size(), 0.0);
+  const int64_t panels = (k + kPanel - 1) / kPanel;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t b = 0; b < panels; ++b) {
+    const int64_t j0 = b * kPanel, w = std::min(k, j0 + kPanel) - j0;
+    std::vector<double> panel(static_cast<size_t>((k - j0) * w), 0.0);  // rows j0.., columns j0..j0+w
+    for (int64_t i = j0; i < k; ++i) {
+      double acc[kPanel] = {};
+      if (i - j0 < w) acc[i - j0] = 1;
+      const double* mi = &m[idx(i, 0, k)];
+      for (int64_t p = j0; p < i; ++p) {
+        const double f = mi[p];
+        const double* xp = &panel[idx(p - j0, 0, w)];
+#pragma omp simd
+        for (int64_t jj = 0; jj < w; ++jj) acc[jj] -= f * xp[jj];
+      }
+      double* xi = &panel[idx(i - j0, 0, w)];
+      for (int64_t jj = 0; jj < w; ++jj) xi[jj] = acc[jj] / mi[i];
+    }
+    for (int64_t i = j0; i < k; ++i)
+      for (int64_t jj = 0; jj < w; ++jj) x[idx(i, j0 + jj, k)] = panel[idx(i - j0, jj, w)];
+  }
+  return x;
+}
+
+// The permutation that visits input channels by decreasing H diagonal (GPTQ's act order:
+// the channels that carry the most energy are rounded first, while the most rows are left
+// to absorb their error).
+std::vector<int64_t> act_order(const std::vector<double>& h, int64_t k) {
+  std::vector<int64_t> perm(static_cast<size_t>(k));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return h[idx(a, a, k)] > h[idx(b, b, k)]; });
+  return perm;
+}
+
+}  // namespace
+
+GramObserver::GramObserver(std::string name, int64_t k)
+    : name_(std::move(name)), k_(k), sum_(static_cast<size_t>(k) * static_cast<size_t>(k), 0.0f) {
+  if (k <= 0) fail("GPTQ: input '", name_, "' has ", k, " channels");
+}
+
+void GramObserver::observe(const Tensor& t) {
+  if (t.dtype() != DType::Float32) fail("GPTQ: tensor '", name_, "' is ", dtype_name(t.dtype()), ", not float32");
+  if (t.rank() == 0 || t.shape().back() != k_)
+    fail("GPTQ: tensor '", name_, "' has shape ", shape_to_string(t.shape()), ", expected last dim ", k_);
+  const int64_t rows = t.numel() / k_;
+  if (rows == 0) return;
+  const float* x = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(x[i])) fail("GPTQ: tensor '", name_, "' holds a non-finite value at flat index ", i);
+  // Summed in float, as GPTQ's reference implementation does: a model's worth of K x K
+  // sums must fit in memory, and the damping bounds what their rounding can do.
+  sgemm_or_fail('T', 'N', k_, k_, rows, 1.0f, x, k_, x, k_, 1.0f, sum_.data(), k_, "x^T x");
+  rows_ += static_cast<uint64_t>(rows);
+}
+
+std::vector<double> inverse_cholesky_upper(std::vector<double> h, int64_t k, double damp) {
+  double mean_diag = 0;
+  for (int64_t i = 0; i < k; ++i) mean_diag += h[idx(i, i, k)];
+  mean_diag /= static_cast<double>(k);
+  if (!(mean_diag > 0)) mean_diag = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    double& d = h[idx(i, i, k)];
+    if (d == 0) d = 1;  // a channel that was always zero: its rows' errors go nowhere
+    d += damp * mean_diag;
+  }
+  // H = V V^T with V upper comes from the lower Cholesky factor of H with its channel order
+  // reversed; then H^-1 = V^-T V^-1, so U = V^-1 (upper) and U^T U = H^-1.
+  std::vector<double> r(h.size());
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < k; ++j) r[idx(i, j, k)] = h[idx(k - 1 - i, k - 1 - j, k)];
+  cholesky_lower(r, k);  // r = M, lower, with J H J = M M^T; V = J M J, so U = V^-1 = J M^-1 J
+  const std::vector<double> x = lower_inverse(r, k);
+  std::vector<double> u(h.size(), 0.0);
+  for (int64_t a = 0; a < k; ++a)
+    for (int64_t b = a; b < k; ++b) u[idx(a, b, k)] = x[idx(k - 1 - a, k - 1 - b, k)];
+  return u;
+}
+
+std::vector<int8_t> gptq_round(const float* w, int64_t k, int64_t n, const std::vector<float>& scales,
+                               const std::vector<double>& h, double damp) {
+  if (scales.size() != static_cast<size_t>(n) && scales.size() != 1)
+    fail("GPTQ: ", scales.size(), " scales for a weight of ", n, " output channels");
+  const std::vector<int64_t> perm = act_order(h, k);
+  std::vector<double> hp(h.size());
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < k; ++j) hp[idx(i, j, k)] = h[idx(perm[i], perm[j], k)];
+  const std::vector<double> ud = inverse_cholesky_upper(std::move(hp), k, damp);
+  std::vector<float> u(ud.begin(), ud.end());  // float for the GEMM update
+  // The working copy, rows in act order; rounded rows are written back in w's order.
+  std::vector<float> work(static_cast<size_t>(k * n));
+  for (int64_t i = 0; i < k; ++i) std::copy(w + perm[i] * n, w + (perm[i] + 1) * n, work.begin() + i * n);
+  std::vector<float> inv_scale(static_cast<size_t>(n)), scale(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    scale[c] = scales.size() == 1 ? scales[0] : scales[static_cast<size_t>(c)];
+    inv_scale[c] = 1.0f / scale[c];
+  }
+  std::vector<int8_t> q(static_cast<size_t>(k * n));
+  std::vector<float> err(static_cast<size_t>(kBlock * n));
+  for (int64_t b0 = 0; b0 < k; b0 += kBlock) {
+    const int64_t b1 = std::min(k, b0 + kBlock);
+    // Columns never exchange errors: threads take chunks of them through the whole block.
+#pragma omp parallel for schedule(static)
+    for (int64_t c0 = 0; c0 < n; c0 += kColumns) {
+      const int64_t c1 = std::min(n, c0 + kColumns);
+      for (int64_t r = b0; r < b1; ++r) {
+        float* row = &work[idx(r, 0, n)];
+        float* e = &err[idx(r - b0, 0, n)];
+        int8_t* out = &q[static_cast<size_t>(perm[r] * n)];
+        const float d = u[idx(r, r, k)];
+        for (int64_t c = c0; c < c1; ++c) {
+          const float v = std::clamp(std::nearbyint(row[c] * inv_scale[c]), -127.0f, 127.0f);
+          out[c] = static_cast<int8_t>(v);
+          e[c] = (row[c] - v * scale[c]) / d;
+        }
+        for (int64_t j = r + 1; j < b1; ++j) {  // the rest of this block; the rows after it below
+          const float f = u[idx(r, j, k)];
+          float* dst = &work[idx(j, 0, n)];
+#pragma omp simd
+          for (int64_t c = c0; c < c1; ++c) dst[c] -= f * e[c];
+        }
+      }
+    }
+    if (b1 < k)  // work[b1:, :] -= U[b0:b1, b1:]^T . err
+      sgemm_or_fail('T', 'N', k - b1, n, b1 - b0, -1.0f, &u[idx(b0, b1, k)], k, err.data(), n, 1.0f,
+                    &work[idx(b1, 0, n)], n, "error update");
+  }
+  return q;
+}
+
+double output_error(const float* w, const int8_t* q, int64_t k, int64_t n, const std::vector<float>& scales,
+                    const std::vector<double>& h) {
+  std::vector<float> d(static_cast<size_t>(k * n)), hf(h.begin(), h.end()), hd(static_cast<size_t>(k * n)),
+      hw(static_cast<size_t>(k * n));
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const float s = scales.size() == 1 ? scales[0] : scales[static_cast<size_t>(c)];
+      d[idx(r, c, n)] = w[idx(r, c, n)] - static_cast<float>(q[idx(r, c, n)]) * s;
+    }
+  sgemm_or_fail('N', 'N', k, n, k, 1.0f, hf.data(), k, d.data(), n, 0.0f, hd.data(), n, "H.D");
+  sgemm_or_fail('N', 'N', k, n, k, 1.0f, hf.data(), k, w, n, 0.0f, hw.data(), n, "H.W");
+  double num = 0, den = 0;
+  for (size_t i = 0; i < d.size(); ++i) num += static_cast<double>(d[i]) * hd[i], den += static_cast<double>(w[i]) * hw[i];
+  return den > 0 ? num / den : 0;
+}
+
+namespace {
+
+// A planned weight GPTQ can round: B of a MatMul ([K, N]) or of a Gemm ([K, N], or [N, K]
+// with transB), read by this one quantized node.
+struct Candidate {
+  const QuantizedNode* q = nullptr;
+  Value* weight = nullptr;
+  bool transposed = false;  // Gemm transB: the stored weight is [N, K]
+  std::string input;        // the activation whose Gram matrix it needs
+  int64_t k = 0, n = 0;
+};
+
+std::vector<Candidate> candidates(const QuantizePlan& plan, GptqSummary& summary) {
+  std::map<const Value*, int> readers;
+  for (const QuantizedNode& q : plan.nodes)
+    if (q.kind == QuantKind::Weight) ++readers[q.node->input(static_cast<size_t>(q.weight_input))];
+  std::vector<Candidate> out;
+  for (const QuantizedNode& q : plan.nodes) {
+    if (q.kind != QuantKind::Weight) continue;
+    const std::string& op = q.node->op_type();
+    Value* w = q.node->input(static_cast<size_t>(q.weight_input));
+    if (op != "MatMul" && op != "Gemm") {
+      summary.skipped.push_back({q.node, "GPTQ rounds MatMul and Gemm weights; " + op + " keeps nearest rounding"});
+      continue;
+    }
+    if (readers[w] > 1) {
+      summary.skipped.push_back({q.node, "its weight is read by " + std::to_string(readers[w]) +
+                                             " quantized nodes with different inputs: nearest rounding"});
+      continue;
+    }
+    const Tensor& t = *w->constant();
+    if (t.rank() != 2 || t.dtype() != DType::Float32) continue;
+    Candidate c{&q, w, op == "Gemm" && q.node->attr_int("transB", 0) != 0, q.node->input(0)->name(), 0, 0};
+    c.k = t.shape()[c.transposed ? 1 : 0];
+    c.n = t.shape()[c.transposed ? 0 : 1];
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedWeights> gptq_weights(std::shared_ptr<const Graph> float_graph, const QuantizePlan& plan,
+                                                    const CalibrationSource& source,
+                                                    const std::vector<size_t>& samples, bool per_channel,
+                                                    const std::function<void(size_t, size_t)>& progress,
+                                                    GptqSummary& summary, size_t max_gram_bytes) {
+  auto prepared = std::make_shared<PreparedWeights>();
+  const std::vector<Candidate> all = candidates(plan, summary);
+  // Inputs in first-use order, split into passes whose Gram matrices fit the budget.
+  std::vector<std::pair<std::string, int64_t>> inputs;
+  for (const Candidate& c : all)
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == c.input; }))
+      inputs.emplace_back(c.input, c.k);
+  std::vector<std::vector<std::pair<std::string, int64_t>>> passes;
+  size_t bytes = 0;
+  for (const auto& in : inputs) {
+    const size_t b = static_cast<size_t>(in.second) * static_cast<size_t>(in.second) * sizeof(float);
+    if (passes.empty() || (bytes + b > max_gram_bytes && !passes.back().empty())) passes.emplace_back(), bytes = 0;
+    passes.back().push_back(in);
+    bytes += b;
+  }
+  const size_t total = passes.size() * samples.size() + all.size();
+  size_t done = 0;
+  double err_nearest = 0, err_gptq = 0;
+  Session session(std::move(float_graph));
+  for (const auto& pass : passes) {
+    std::map<std::string, GramObserver> grams;
+    for (const auto& [name, k] : pass) grams.emplace(name, GramObserver(name, k));
+    for (size_t index : samples) {
+      session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
+        if (auto it = grams.find(v.name()); it != grams.end()) it->second.observe(t);
+      });
+      if (progress) progress(++done, total);
+    }
+    ++summary.calibration_passes;
+    for (const Candidate& c : all) {
+      auto g = grams.find(c.input);
+      if (g == grams.end()) continue;
+      if (progress) progress(++done, total);
+      if (g->second.rows() == 0) {
+        summary.skipped.push_back({c.q->node, "its input '" + c.input + "' was never computed on the samples"});
+        continue;
+      }
+      const Tensor kn = c.transposed ? transpose_matrix(*c.weight->constant()) : *c.weight->constant();
+      QuantizedWeight qw = quantize_weight(kn, 1, per_channel, c.weight->name());
+      std::vector<float> scales(qw.scale.data<float>(), qw.scale.data<float>() + qw.scale.numel());
+      const float* w = kn.data<float>();
+      const std::vector<double> h = g->second.matrix();
+      const std::vector<int8_t> q = gptq_round(w, c.k, c.n, scales, h);
+      err_nearest += output_error(w, qw.data.data<int8_t>(), c.k, c.n, scales, h);
+      err_gptq += output_error(w, q.data(), c.k, c.n, scales, h);
+      std::copy(q.begin(), q.end(), qw.data.mutable_data<int8_t>());
+      if (c.transposed) qw.data = transpose_matrix(qw.data);  // back to the stored [N, K]
+      (*prepared)[c.weight->name()] = std::move(qw);
+      ++summary.layers;
+    }
+  }
+  if (summary.layers) {
+    summary.error_nearest = err_nearest / static_cast<double>(summary.layers);
+    summary.error_gptq = err_gptq / static_cast<double>(summary.layers);
+  }
+  return prepared;
+}
+
+}  // namespace octet::quant

@@ -42,6 +42,10 @@ SCHEMES = {
                          "--target", "ort"],
     "int4_g128_awq_ort": ["--weights", "int4", "--block", "128", "--method", "awq", "--calib", "{calib}",
                           "--calib-samples", "16", "--target", "ort"],
+    "int4_g32_gptq_ort": ["--weights", "int4", "--method", "gptq", "--calib", "{calib}", "--calib-samples", "16",
+                          "--target", "ort"],
+    "int4_g32_awq_gptq_ort": ["--weights", "int4", "--method", "awq-gptq", "--calib", "{calib}",
+                              "--calib-samples", "16", "--target", "ort"],
 }
 
 

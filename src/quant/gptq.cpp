@@ -151,25 +151,22 @@ std::vector<double> inverse_cholesky_upper(std::vector<double> h, int64_t k, dou
   return u;
 }
 
-std::vector<int8_t> gptq_round(const float* w, int64_t k, int64_t n, const std::vector<float>& scales,
-                               const std::vector<double>& h, double damp) {
-  if (scales.size() != static_cast<size_t>(n) && scales.size() != 1)
-    fail("GPTQ: ", scales.size(), " scales for a weight of ", n, " output channels");
+namespace {
+
+// The GPTQ loop over w [K, N] (act order, blocks of kBlock rows, column chunks in parallel).
+// round(row, column, value) quantizes one weight (row in w's own order), records its code
+// and returns the value the code stands for.
+template <typename Round>
+void gptq_core(const float* w, int64_t k, int64_t n, const std::vector<double>& h, double damp, Round round) {
   const std::vector<int64_t> perm = act_order(h, k);
   std::vector<double> hp(h.size());
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < k; ++j) hp[idx(i, j, k)] = h[idx(perm[i], perm[j], k)];
   const std::vector<double> ud = inverse_cholesky_upper(std::move(hp), k, damp);
   std::vector<float> u(ud.begin(), ud.end());  // float for the GEMM update
-  // The working copy, rows in act order; rounded rows are written back in w's order.
+  // The working copy, rows in act order.
   std::vector<float> work(static_cast<size_t>(k * n));
   for (int64_t i = 0; i < k; ++i) std::copy(w + perm[i] * n, w + (perm[i] + 1) * n, work.begin() + i * n);
-  std::vector<float> inv_scale(static_cast<size_t>(n)), scale(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) {
-    scale[c] = scales.size() == 1 ? scales[0] : scales[static_cast<size_t>(c)];
-    inv_scale[c] = 1.0f / scale[c];
-  }
-  std::vector<int8_t> q(static_cast<size_t>(k * n));
   std::vector<float> err(static_cast<size_t>(kBlock * n));
   for (int64_t b0 = 0; b0 < k; b0 += kBlock) {
     const int64_t b1 = std::min(k, b0 + kBlock);
@@ -180,13 +177,8 @@ std::vector<int8_t> gptq_round(const float* w, int64_t k, int64_t n, const std::
       for (int64_t r = b0; r < b1; ++r) {
         float* row = &work[idx(r, 0, n)];
         float* e = &err[idx(r - b0, 0, n)];
-        int8_t* out = &q[static_cast<size_t>(perm[r] * n)];
         const float d = u[idx(r, r, k)];
-        for (int64_t c = c0; c < c1; ++c) {
-          const float v = std::clamp(std::nearbyint(row[c] * inv_scale[c]), -127.0f, 127.0f);
-          out[c] = static_cast<int8_t>(v);
-          e[c] = (row[c] - v * scale[c]) / d;
-        }
+        for (int64_t c = c0; c < c1; ++c) e[c] = (row[c] - round(perm[r], c, row[c])) / d;
         for (int64_t j = r + 1; j < b1; ++j) {  // the rest of this block; the rows after it below
           const float f = u[idx(r, j, k)];
           float* dst = &work[idx(j, 0, n)];
@@ -199,7 +191,37 @@ std::vector<int8_t> gptq_round(const float* w, int64_t k, int64_t n, const std::
       sgemm_or_fail('T', 'N', k - b1, n, b1 - b0, -1.0f, &u[idx(b0, b1, k)], k, err.data(), n, 1.0f,
                     &work[idx(b1, 0, n)], n, "error update");
   }
+}
+
+}  // namespace
+
+std::vector<int8_t> gptq_round(const float* w, int64_t k, int64_t n, const std::vector<float>& scales,
+                               const std::vector<double>& h, double damp) {
+  if (scales.size() != static_cast<size_t>(n) && scales.size() != 1)
+    fail("GPTQ: ", scales.size(), " scales for a weight of ", n, " output channels");
+  std::vector<float> inv_scale(static_cast<size_t>(n)), scale(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    scale[c] = scales.size() == 1 ? scales[0] : scales[static_cast<size_t>(c)];
+    inv_scale[c] = 1.0f / scale[c];
+  }
+  std::vector<int8_t> q(static_cast<size_t>(k * n));
+  gptq_core(w, k, n, h, damp, [&](int64_t r, int64_t c, float v) {
+    const float code = std::clamp(std::nearbyint(v * inv_scale[c]), -127.0f, 127.0f);
+    q[idx(r, c, n)] = static_cast<int8_t>(code);
+    return code * scale[c];
+  });
   return q;
+}
+
+void gptq_round_blocks(const float* w, const std::vector<double>& h, BlockQuantized& q, double damp) {
+  const float top = static_cast<float>((1 << q.bits) - 1);
+  gptq_core(w, q.K, q.N, h, damp, [&](int64_t r, int64_t c, float v) {
+    const size_t b = static_cast<size_t>(c * q.k_blocks + r / q.block);
+    const float s = q.scales[b], z = q.zeros[b];
+    const float code = std::clamp(std::nearbyint(v / s) + z, 0.0f, top);
+    q.codes[static_cast<size_t>(c * q.K + r)] = static_cast<uint8_t>(code);
+    return (code - z) * s;
+  });
 }
 
 double output_error(const float* w, const int8_t* q, int64_t k, int64_t n, const std::vector<float>& scales,
@@ -216,111 +238,6 @@ double output_error(const float* w, const int8_t* q, int64_t k, int64_t n, const
   double num = 0, den = 0;
   for (size_t i = 0; i < d.size(); ++i) num += static_cast<double>(d[i]) * hd[i], den += static_cast<double>(w[i]) * hw[i];
   return den > 0 ? num / den : 0;
-}
-
-namespace {
-
-// A planned weight GPTQ can round: B of a MatMul ([K, N]) or of a Gemm ([K, N], or [N, K]
-// with transB), read by this one quantized node.
-struct Candidate {
-  const QuantizedNode* q = nullptr;
-  Value* weight = nullptr;
-  bool transposed = false;  // Gemm transB: the stored weight is [N, K]
-  std::string input;        // the activation whose Gram matrix it needs
-  int64_t k = 0, n = 0;
-};
-
-std::vector<Candidate> candidates(const QuantizePlan& plan, GptqSummary& summary) {
-  std::map<const Value*, int> readers;
-  for (const QuantizedNode& q : plan.nodes)
-    if (q.kind == QuantKind::Weight) ++readers[q.node->input(static_cast<size_t>(q.weight_input))];
-  std::vector<Candidate> out;
-  for (const QuantizedNode& q : plan.nodes) {
-    if (q.kind != QuantKind::Weight) continue;
-    const std::string& op = q.node->op_type();
-    Value* w = q.node->input(static_cast<size_t>(q.weight_input));
-    if (op != "MatMul" && op != "Gemm") {
-      summary.skipped.push_back({q.node, "GPTQ rounds MatMul and Gemm weights; " + op + " keeps nearest rounding"});
-      continue;
-    }
-    if (readers[w] > 1) {
-      summary.skipped.push_back({q.node, "its weight is read by " + std::to_string(readers[w]) +
-                                             " quantized nodes with different inputs: nearest rounding"});
-      continue;
-    }
-    const Tensor& t = *w->constant();
-    if (t.rank() != 2 || t.dtype() != DType::Float32) continue;
-    Candidate c{&q, w, op == "Gemm" && q.node->attr_int("transB", 0) != 0, q.node->input(0)->name(), 0, 0};
-    c.k = t.shape()[c.transposed ? 1 : 0];
-    c.n = t.shape()[c.transposed ? 0 : 1];
-    out.push_back(c);
-  }
-  return out;
-}
-
-}  // namespace
-
-std::shared_ptr<const PreparedWeights> gptq_weights(std::shared_ptr<const Graph> float_graph, const QuantizePlan& plan,
-                                                    const CalibrationSource& source,
-                                                    const std::vector<size_t>& samples, bool per_channel,
-                                                    const std::function<void(size_t, size_t)>& progress,
-                                                    GptqSummary& summary, size_t max_gram_bytes) {
-  auto prepared = std::make_shared<PreparedWeights>();
-  const std::vector<Candidate> all = candidates(plan, summary);
-  // Inputs in first-use order, split into passes whose Gram matrices fit the budget.
-  std::vector<std::pair<std::string, int64_t>> inputs;
-  for (const Candidate& c : all)
-    if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == c.input; }))
-      inputs.emplace_back(c.input, c.k);
-  std::vector<std::vector<std::pair<std::string, int64_t>>> passes;
-  size_t bytes = 0;
-  for (const auto& in : inputs) {
-    const size_t b = static_cast<size_t>(in.second) * static_cast<size_t>(in.second) * sizeof(float);
-    if (passes.empty() || (bytes + b > max_gram_bytes && !passes.back().empty())) passes.emplace_back(), bytes = 0;
-    passes.back().push_back(in);
-    bytes += b;
-  }
-  const size_t total = passes.size() * samples.size() + all.size();
-  size_t done = 0;
-  double err_nearest = 0, err_gptq = 0;
-  Session session(std::move(float_graph));
-  for (const auto& pass : passes) {
-    std::map<std::string, GramObserver> grams;
-    for (const auto& [name, k] : pass) grams.emplace(name, GramObserver(name, k));
-    for (size_t index : samples) {
-      session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
-        if (auto it = grams.find(v.name()); it != grams.end()) it->second.observe(t);
-      });
-      if (progress) progress(++done, total);
-    }
-    ++summary.calibration_passes;
-    for (const Candidate& c : all) {
-      auto g = grams.find(c.input);
-      if (g == grams.end()) continue;
-      if (progress) progress(++done, total);
-      if (g->second.rows() == 0) {
-        summary.skipped.push_back({c.q->node, "its input '" + c.input + "' was never computed on the samples"});
-        continue;
-      }
-      const Tensor kn = c.transposed ? transpose_matrix(*c.weight->constant()) : *c.weight->constant();
-      QuantizedWeight qw = quantize_weight(kn, 1, per_channel, c.weight->name());
-      std::vector<float> scales(qw.scale.data<float>(), qw.scale.data<float>() + qw.scale.numel());
-      const float* w = kn.data<float>();
-      const std::vector<double> h = g->second.matrix();
-      const std::vector<int8_t> q = gptq_round(w, c.k, c.n, scales, h);
-      err_nearest += output_error(w, qw.data.data<int8_t>(), c.k, c.n, scales, h);
-      err_gptq += output_error(w, q.data(), c.k, c.n, scales, h);
-      std::copy(q.begin(), q.end(), qw.data.mutable_data<int8_t>());
-      if (c.transposed) qw.data = transpose_matrix(qw.data);  // back to the stored [N, K]
-      (*prepared)[c.weight->name()] = std::move(qw);
-      ++summary.layers;
-    }
-  }
-  if (summary.layers) {
-    summary.error_nearest = err_nearest / static_cast<double>(summary.layers);
-    summary.error_gptq = err_gptq / static_cast<double>(summary.layers);
-  }
-  return prepared;
 }
 
 }  // namespace octet::quant

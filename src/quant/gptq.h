@@ -21,9 +21,11 @@
 
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "quant/block_quant.h"
 #include "quant/calibration_data.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/quantize_plan.h"
+#include "runtime/session.h"
 
 namespace octet::quant {
 
@@ -56,6 +58,11 @@ std::vector<double> inverse_cholesky_upper(std::vector<double> h, int64_t k, dou
 std::vector<int8_t> gptq_round(const float* w, int64_t k, int64_t n, const std::vector<float>& scales,
                                const std::vector<double>& h, double damp = 0.01);
 
+// GPTQ for blocked weight-only quantization (block_quant.h): q holds the scales and zero
+// points nearest rounding chose for w [K, N] (fixed beforehand, GPTQ's "static groups",
+// which keeps act order possible); its codes are replaced by GPTQ's.
+void gptq_round_blocks(const float* w, const std::vector<double>& h, BlockQuantized& q, double damp = 0.01);
+
 // H-weighted relative error of a rounding: tr(D^T H D) / tr(W^T H W), D = W - q * scale.
 double output_error(const float* w, const int8_t* q, int64_t k, int64_t n, const std::vector<float>& scales,
                     const std::vector<double>& h);
@@ -68,6 +75,13 @@ struct GptqSummary {
   double error_gptq = 0;              // the same with GPTQ
   std::vector<SkippedNode> skipped;   // planned weights left to nearest rounding, and why
 };
+
+// The Gram matrices of `inputs` (value name, channel count K) on `session`'s graph over
+// `samples`; sample_done is called after each sample.
+std::map<std::string, GramObserver> observe_grams(const Session& session,
+                                                  const std::vector<std::pair<std::string, int64_t>>& inputs,
+                                                  const CalibrationSource& source, const std::vector<size_t>& samples,
+                                                  const std::function<void()>& sample_done);
 
 // GPTQ for every planned MatMul/Gemm weight that a single quantized node reads, with
 // the Gram matrices of their inputs observed on `float_graph` (the float model the plan's

@@ -16,6 +16,7 @@
 #include "quant/awq.h"
 #include "quant/block_quant.h"
 #include "quant/calibration_data.h"
+#include "quant/gptq.h"
 #include "quant/quantize_plan.h"
 #include "quant/smooth_fold.h"
 #include "quant/raise_opset.h"
@@ -98,15 +99,75 @@ AwqStatistics observe_awq(const WeightOnlyJob& job, WeightOnlyReport& report) {
   return out;
 }
 
-// The scale search on the graph to rewrite, and the scales folded into it.
-void apply_awq(const WeightOnlyJob& job, const AwqStatistics& a, Graph& g, WeightOnlyReport& report) {
+// GPTQ's statistics: the Gram matrix of every quantized MatMul's input on the calibration
+// samples, from the float model on a load of its own (dropped before the graph to rewrite
+// is loaded), and which input each MatMul reads, by node name (a load's node names are the
+// same on every load; AWQ keeps them).
+struct GptqStatistics {
+  std::map<std::string, GramObserver> grams;  // by input value name
+  std::map<std::string, std::string> input_of;  // MatMul node name -> input value name
+};
+
+GptqStatistics observe_gptq(const WeightOnlyJob& job, WeightOnlyReport& report) {
+  if (job.calib.empty()) fail("--method gptq rounds against calibration activations: pass --calib PATH");
+  Model model = load_clean(job.model);
+  const Graph& g = *model.graph;
+  GptqStatistics out;
+  std::vector<std::pair<std::string, int64_t>> inputs;
+  for (const Node* n : g.nodes()) {
+    if (!n->domain().empty() || n->op_type() != "MatMul" || !keep_reason(*n, job.options).empty()) continue;
+    const std::string& x = n->input(0)->name();
+    out.input_of[n->name()] = x;
+    const int64_t k = n->input(1)->constant()->shape()[0];
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == x; })) inputs.emplace_back(x, k);
+  }
+  const CalibrationSource source =
+      CalibrationSource::open(job.calib, input_specs(required_inputs(g)), job.calib_samples);
+  std::vector<size_t> samples(source.size());
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = i;
+  report.calibration_samples = samples.size();
+  const Session session(std::shared_ptr<Graph>(model.graph.release()));  // drops what it packs
+  ProgressFn progress = job.progress ? stderr_progress("GPTQ statistics") : ProgressFn{};
+  size_t done = 0;
+  out.grams = observe_grams(session, inputs, source, samples, [&] {
+    if (progress) progress(++done, samples.size());
+  });
+  return out;
+}
+
+// The Gram matrix of node's input as the rewritten graph feeds it: AWQ divided input
+// channel i by s_i, so H_ij becomes H_ij / (s_i s_j).
+std::vector<double> gram_for(const GptqStatistics& st, const std::string& node,
+                             const std::map<std::string, std::vector<float>>& awq_scales) {
+  auto in = st.input_of.find(node);
+  if (in == st.input_of.end()) return {};
+  const GramObserver& g = st.grams.at(in->second);
+  if (g.rows() == 0) return {};
+  std::vector<double> h = g.matrix();
+  if (auto s = awq_scales.find(node); s != awq_scales.end()) {
+    const int64_t k = g.k();
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < k; ++j) h[static_cast<size_t>(i * k + j)] /= static_cast<double>(s->second[i]) * s->second[j];
+  }
+  return h;
+}
+
+// The scale search on the graph to rewrite, and the scales folded into it; returns the
+// scales by reader node name.
+std::map<std::string, std::vector<float>> apply_awq(const WeightOnlyJob& job, const AwqStatistics& a, Graph& g,
+                                                    WeightOnlyReport& report) {
   const std::vector<SmoothingDecision> decisions =
       search_awq_scales(g, a.groups, a.stats, {job.options.bits, job.options.block_size(), job.options.symmetric});
   const std::vector<SmoothFold> folds = apply_smoothing(g, decisions);
   size_t fold = 0;
-  for (const SmoothingDecision& d : decisions)
+  std::map<std::string, std::vector<float>> scales;
+  for (const SmoothingDecision& d : decisions) {
     report.awq.push_back({d.group.activation, d.group.consumers.size(), d.alpha, d.error_plain.value_or(0),
                           d.error_smoothed.value_or(0), d.smoothed ? folds[fold++].where : ""});
+    if (d.smoothed)
+      for (const std::string& node : d.group.consumers) scales[node] = d.scale;
+  }
+  return scales;
 }
 
 }  // namespace
@@ -131,15 +192,21 @@ WeightOnlyReport quantize_weights_only(const WeightOnlyJob& job) {
   report.output = job.output.string();
   report.float_file_bytes = model_files(job.model).bytes;
 
+  std::optional<GptqStatistics> gptq;
+  if (o.gptq) gptq = observe_gptq(job, report);
   std::optional<AwqStatistics> awq;
   if (o.awq) awq = observe_awq(job, report);
   Model model = load_clean(job.model);
   for (const std::string& w : model.warnings) report.notes.push_back("warning: " + w);
   Graph& g = *model.graph;
+  std::map<std::string, std::vector<float>> awq_scales;
   if (awq) {
-    apply_awq(job, *awq, g, report);
+    awq_scales = apply_awq(job, *awq, g, report);
     awq.reset();  // the kept rows: up to 256 per activation
   }
+  std::map<const Value*, int> readers;  // a weight several MatMuls read keeps nearest rounding
+  for (Node* n : g.nodes())
+    if (n->domain().empty() && n->op_type() == "MatMul" && keep_reason(*n, o).empty()) ++readers[n->input(1)];
   const bool nbits = o.target == Target::Ort;
   if (nbits) {
     g.opset_imports.emplace("com.microsoft", 1);
@@ -168,7 +235,14 @@ WeightOnlyReport quantize_weights_only(const WeightOnlyJob& job) {
     if (it == done.end()) {
       const Tensor& w = *b->constant();
       const int64_t K = w.shape()[0], N = w.shape()[1];
-      const BlockQuantized q = quantize_blocks_rtn(w.data<float>(), K, N, o.bits, block, o.symmetric);
+      BlockQuantized q = quantize_blocks_rtn(w.data<float>(), K, N, o.bits, block, o.symmetric);
+      if (gptq && readers[b] == 1) {
+        const std::vector<double> h = gram_for(*gptq, n->name(), awq_scales);
+        if (!h.empty()) {
+          gptq_round_blocks(w.data<float>(), h, q);
+          ++report.gptq_layers;
+        }
+      }
       report.layers.push_back({n->name(), b->name(), K, N, is_lm_head(*n), relative_error(w.data<float>(), q)});
       Written wr;
       wr.K = K, wr.N = N;
@@ -222,7 +296,7 @@ std::string WeightOnlyReport::to_text() const {
   std::string s;
   char line[256];
   std::snprintf(line, sizeof line, "weight-only int%d (%s), blocks of %lld along K, %s, target %s\n", options.bits,
-                options.awq ? "AWQ" : "RTN",
+                options.awq ? (options.gptq ? "AWQ + GPTQ" : "AWQ") : (options.gptq ? "GPTQ" : "RTN"),
                 static_cast<long long>(options.block_size()), options.symmetric ? "symmetric" : "asymmetric",
                 target_name(options.target));
   s += line;
@@ -253,6 +327,12 @@ std::string WeightOnlyReport::to_text() const {
                   "  AWQ on %zu calibration samples: %zu of %zu weight groups scaled; output error on kept rows "
                   "%.4g (RTN) -> %.4g\n",
                   calibration_samples, scaled, awq.size(), rtn, awq_err);
+    s += line;
+  }
+  if (options.gptq) {
+    std::snprintf(line, sizeof line,
+                  "  GPTQ: %zu weights rounded against their inputs' Gram matrices on %zu calibration samples\n",
+                  gptq_layers, calibration_samples);
     s += line;
   }
   // Kept nodes by reason (a decoder has two activation x activation MatMuls per layer).
@@ -287,7 +367,8 @@ nlohmann::json WeightOnlyReport::to_json() const {
   j["kept"] = nlohmann::json::array();
   for (const auto& [node, why] : kept) j["kept"].push_back({{"node", node}, {"reason", why}});
   j["notes"] = notes;
-  j["method"] = options.awq ? "awq" : "rtn";
+  j["method"] = options.awq ? (options.gptq ? "awq-gptq" : "awq") : (options.gptq ? "gptq" : "rtn");
+  j["gptq_layers"] = gptq_layers;
   if (options.awq) {
     j["calibration_samples"] = calibration_samples;
     j["awq"] = nlohmann::json::array();

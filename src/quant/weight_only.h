@@ -30,6 +30,7 @@ struct WeightOnlyOptions {
   bool symmetric = true;    // false: a zero point per block (--asymmetric)
   bool keep_lm_head = false;  // the MatMul producing a graph output stays float
   bool awq = false;           // --method awq: activation-aware scales first (needs calibration samples)
+  bool gptq = false;          // --method gptq / awq-gptq: GPTQ rounding within the blocks (gptq.h)
   Target target = Target::Octet;
   std::set<std::string> exclude;  // node names or op types kept float
 
@@ -67,6 +68,7 @@ struct WeightOnlyReport {
     std::string folded;                               // where 1/s went
   };
   std::vector<AwqGroup> awq;
+  size_t gptq_layers = 0;  // weights rounded by GPTQ
   double seconds = 0;
 
   std::string to_text() const;

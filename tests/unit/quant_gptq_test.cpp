@@ -211,5 +211,41 @@ TEST(Gptq, LowersTheOutputErrorOfNearestRounding) {
   EXPECT_THROW(gptq_round(w.data(), k, n, {1.0f, 2.0f}, h), Error);
 }
 
+TEST(Gptq, BlockedInt4KeepsTheGridAndLowersTheOutputError) {
+  const int64_t k = 96, n = 10, rows = 300, block = 32;
+  const std::vector<double> h = gram(correlated_rows(rows, k, 13), rows, k);
+  std::vector<float> w(k * n);
+  std::mt19937 gen(17);
+  std::normal_distribution<float> g(0.0f, 0.05f);
+  for (float& v : w) v = g(gen);
+  for (bool symmetric : {true, false}) {
+    const BlockQuantized rtn = quantize_blocks_rtn(w.data(), k, n, 4, block, symmetric);
+    BlockQuantized q = rtn;
+    gptq_round_blocks(w.data(), h, q);
+    EXPECT_EQ(q.scales, rtn.scales);  // static groups: the grid is nearest rounding's
+    EXPECT_EQ(q.zeros, rtn.zeros);
+    for (uint8_t c : q.codes) ASSERT_LE(c, 15);
+    // Output error under H of both, through the dequantized values.
+    auto error = [&](const BlockQuantized& b) {
+      std::vector<double> d(k * n);
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t c = 0; c < n; ++c) d[r * n + c] = w[r * n + c] - dequantized(b, r, c);
+      double e = 0;
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t i = 0; i < k; ++i)
+          for (int64_t j = 0; j < k; ++j) e += d[i * n + c] * h[i * k + j] * d[j * n + c];
+      return e;
+    };
+    EXPECT_LT(error(q), 0.7 * error(rtn)) << (symmetric ? "symmetric" : "asymmetric");
+  }
+  // A diagonal H leaves nothing to trade: the codes are nearest rounding's.
+  std::vector<double> diag(k * k, 0.0);
+  for (int64_t i = 0; i < k; ++i) diag[i * k + i] = 1;
+  const BlockQuantized rtn = quantize_blocks_rtn(w.data(), k, n, 4, block, true);
+  BlockQuantized q = rtn;
+  gptq_round_blocks(w.data(), diag, q);
+  EXPECT_EQ(q.codes, rtn.codes);
+}
+
 }  // namespace
 }  // namespace octet::quant

@@ -80,7 +80,9 @@ WEIGHT-ONLY (--weights int4|int8)
   (with --calib PATH) first searches per-input-channel scales s = mean|X|^alpha on the
   calibration activations (alpha in 0..1 by the block-quantized outputs' error, alpha 0
   being plain rounding) and folds them into the weights and, as 1/s, into the producer
-  of X (an RMSNorm/LayerNorm weight where possible, else a Mul). The LM head (the MatMul
+  of X (an RMSNorm/LayerNorm weight where possible, else a Mul). --method gptq (with
+  --calib) keeps nearest rounding's block scales and rounds the codes by GPTQ against the
+  Gram matrix of each MatMul's input (see ROUNDING); awq-gptq does AWQ first. The LM head (the MatMul
   writing a graph output) is quantized too unless --keep-lm-head. Formats:
     --target ort    com.microsoft.MatMulNBits (bits, block_size, packed B [N, K/block,
                     block*bits/8], scales, packed uint8 zero points), run by onnxruntime
@@ -178,8 +180,9 @@ void weight_only_command(const Options& o) {
       !o.activation_type.empty())
     fail("--weights quantizes weights only: it does not take --mode, --calib-text, --smoothquant, --max-drop, "
          "--per-tensor or --activation-type");
-  if (o.method != "rtn" && o.method != "awq") fail("--method must be rtn or awq, got '", o.method, "'");
-  if (o.method == "rtn" && !o.calib.empty()) fail("--calib goes with --method awq (rtn needs no samples)");
+  if (o.method != "rtn" && o.method != "awq" && o.method != "gptq" && o.method != "awq-gptq")
+    fail("--method must be rtn, awq, gptq or awq-gptq, got '", o.method, "'");
+  if (o.method == "rtn" && !o.calib.empty()) fail("--calib goes with --method awq, gptq or awq-gptq (rtn needs no samples)");
   quant::WeightOnlyJob job;
   job.model = o.model;
   job.output = o.out;
@@ -188,7 +191,8 @@ void weight_only_command(const Options& o) {
   w.block = o.block;
   w.symmetric = !o.asymmetric;
   w.keep_lm_head = o.keep_lm_head;
-  w.awq = o.method == "awq";
+  w.awq = o.method == "awq" || o.method == "awq-gptq";
+  w.gptq = o.method == "gptq" || o.method == "awq-gptq";
   job.calib = o.calib;
   job.calib_samples = o.calib_samples;
   w.target = quant::parse_target(o.target);
@@ -278,8 +282,9 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--block", opts->block, "Weights per scale along K with --weights (default 32 for int4, 128 for int8)")
       ->type_name("N");
   cmd->add_flag("--asymmetric", opts->asymmetric, "A zero point per block with --weights (default symmetric)");
-  cmd->add_option("--method", opts->method, "With --weights: rtn (default, no samples) | awq (needs --calib)")
-      ->type_name("rtn|awq");
+  cmd->add_option("--method", opts->method,
+                  "With --weights: rtn (default, no samples) | awq | gptq | awq-gptq (these need --calib)")
+      ->type_name("rtn|awq|gptq|awq-gptq");
   cmd->add_flag("--keep-lm-head", opts->keep_lm_head, "With --weights, leave the LM head (MatMul writing an output) float");
   cmd->add_option("--target", opts->target, "octet | ort | tensorrt (default octet; see TARGETS)");
   cmd->add_option("--calib", opts->calib, "Calibration samples (see CALIBRATION)")->type_name("PATH");

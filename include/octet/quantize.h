@@ -31,6 +31,8 @@ struct QuantizeOptions {
   std::string activation_type;        // uint8 | int8; empty: int8 for tensorrt, else uint8
   bool per_channel = true;            // weights: one scale per output channel
   bool quantize_attention = true;     // the activation x activation MatMuls of attention
+  bool attention_row_scales = true;   // softmax probabilities with a scale per row (CLI --attention int8)
+  std::string rounding = "gptq";      // int8 MatMul/Gemm weights with samples: gptq | nearest
   bool quantize_embeddings = true;    // Gather on a constant table -> int8 rows
   size_t embedding_min_kib = 1024;    // smaller tables (positions, token types) stay float; 0: all
   std::vector<std::string> exclude;   // node names or op types kept in float

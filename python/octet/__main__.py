@@ -50,7 +50,8 @@ def _quantize(args):
     from .quantize import _run
     report, text = _run(args.model, args.output, _calibration(args), mode=args.mode, target=args.target,
                         method=args.method, percentile=args.percentile, activation_type=args.activation_type,
-                        per_channel=not args.per_tensor, quantize_attention=args.attention == "int8",
+                        per_channel=not args.per_tensor, quantize_attention=args.attention != "fp32",
+                        attention_row_scales=args.attention == "int8", rounding=args.rounding,
                         quantize_embeddings=not args.keep_embeddings, exclude=args.exclude,
                         smoothquant=args.smoothquant, max_drop=args.max_drop, metric=args.metric,
                         explain=args.explain, max_samples=args.calib_samples, holdout=args.holdout,
@@ -115,7 +116,8 @@ def main(argv=None):
     q.add_argument("--percentile", type=float, default=99.99)
     q.add_argument("--activation-type", choices=["uint8", "int8"])
     q.add_argument("--per-tensor", action="store_true")
-    q.add_argument("--attention", default="int8", choices=["int8", "fp32"])
+    q.add_argument("--attention", default="int8", choices=["int8", "int8-tensor", "fp32"])
+    q.add_argument("--rounding", default="gptq", choices=["gptq", "nearest"])
     q.add_argument("--keep-embeddings", action="store_true")
     q.add_argument("--exclude", action="append", default=[])
     q.add_argument("--smoothquant", help="auto (static mode's default), off, or ALPHA in [0,1]")

@@ -68,8 +68,8 @@ def _sample_iterator(calibration, model):
 
 
 def _run(model, output, calibration=None, *, mode=None, target="octet", method="minmax", percentile=99.99,
-         activation_type=None, per_channel=True, quantize_attention=True, quantize_embeddings=True,
-         embedding_min_kib=1024, exclude=(),
+         activation_type=None, per_channel=True, quantize_attention=True, attention_row_scales=True,
+         rounding="gptq", quantize_embeddings=True, embedding_min_kib=1024, exclude=(),
          smoothquant=None, smoothquant_min_outlier=4.0, max_drop=None, metric="cosine", explain=False,
          max_samples=None, holdout=0.2, sqnr_samples=8, external_data=False, progress=True):
     """quantize() returning (report dict, report text)."""
@@ -82,6 +82,8 @@ def _run(model, output, calibration=None, *, mode=None, target="octet", method="
     options.activation_type = activation_type or ""
     options.per_channel = bool(per_channel)
     options.quantize_attention = bool(quantize_attention)
+    options.attention_row_scales = bool(attention_row_scales)
+    options.rounding = str(rounding)
     options.quantize_embeddings = bool(quantize_embeddings)
     options.embedding_min_kib = int(embedding_min_kib)
     options.exclude = [str(e) for e in exclude]
@@ -122,8 +124,8 @@ def _run(model, output, calibration=None, *, mode=None, target="octet", method="
 
 
 def quantize(model, output, calibration=None, *, mode=None, target="octet", method="minmax", percentile=99.99,
-             activation_type=None, per_channel=True, quantize_attention=True, quantize_embeddings=True,
-             embedding_min_kib=1024, exclude=(),
+             activation_type=None, per_channel=True, quantize_attention=True, attention_row_scales=True,
+             rounding="gptq", quantize_embeddings=True, embedding_min_kib=1024, exclude=(),
              smoothquant=None, smoothquant_min_outlier=4.0, max_drop=None, metric="cosine", explain=False,
              max_samples=None, holdout=0.2, sqnr_samples=8, external_data=False, progress=True):
     """Quantize the float ONNX model `model` to int8 and write it to `output`.
@@ -138,7 +140,11 @@ def quantize(model, output, calibration=None, *, mode=None, target="octet", meth
     method: calibration "minmax", "percentile" (see `percentile`), "entropy" or "mse".
     activation_type: "uint8" or "int8" (default int8 for tensorrt, else uint8).
     per_channel, quantize_attention, quantize_embeddings: what gets int8 (all by default);
-      embedding_min_kib: embedding tables smaller than this (positions, token types) stay float.
+      embedding_min_kib: embedding tables smaller than this (positions, token types) stay float;
+      attention_row_scales: the softmax probabilities get a scale per row (default; False: one
+      scale for all of them, as other quantizers write).
+    rounding: "gptq" (default; int8 MatMul/Gemm weights rounded against their inputs' Gram
+      matrices on the calibration samples) or "nearest".
     exclude: node names or op types kept in float.
     smoothquant: None (the default: "auto" in static mode), False or "off", True or "auto"
       (alpha per activation, or none where smoothing does not lower the error), or an alpha in [0, 1];
@@ -157,8 +163,8 @@ def quantize(model, output, calibration=None, *, mode=None, target="octet", meth
     """
     report, _ = _run(model, output, calibration, mode=mode, target=target, method=method, percentile=percentile,
                      activation_type=activation_type, per_channel=per_channel,
-                     quantize_attention=quantize_attention, quantize_embeddings=quantize_embeddings,
-                     embedding_min_kib=embedding_min_kib,
+                     quantize_attention=quantize_attention, attention_row_scales=attention_row_scales,
+                     rounding=rounding, quantize_embeddings=quantize_embeddings, embedding_min_kib=embedding_min_kib,
                      exclude=exclude, smoothquant=smoothquant, smoothquant_min_outlier=smoothquant_min_outlier,
                      max_drop=max_drop, metric=metric, explain=explain, max_samples=max_samples, holdout=holdout,
                      sqnr_samples=sqnr_samples, external_data=external_data, progress=progress)

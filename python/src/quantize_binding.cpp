@@ -77,6 +77,8 @@ void bind_quantize(nb::module_& m) {
       .def_rw("activation_type", &QuantizeOptions::activation_type)
       .def_rw("per_channel", &QuantizeOptions::per_channel)
       .def_rw("quantize_attention", &QuantizeOptions::quantize_attention)
+      .def_rw("attention_row_scales", &QuantizeOptions::attention_row_scales)
+      .def_rw("rounding", &QuantizeOptions::rounding)
       .def_rw("quantize_embeddings", &QuantizeOptions::quantize_embeddings)
       .def_rw("embedding_min_kib", &QuantizeOptions::embedding_min_kib)
       .def_rw("exclude", &QuantizeOptions::exclude)

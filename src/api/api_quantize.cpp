@@ -99,6 +99,7 @@ quant::QuantizeJob make_job(const std::string& model_path, const std::string& ou
   else if (!o.activation_type.empty()) fail("activation_type must be uint8 or int8, got '", o.activation_type, "'");
   q.per_channel_weights = o.per_channel;
   q.quantize_attention = o.quantize_attention;
+  q.row_probabilities = o.attention_row_scales;
   q.quantize_embeddings = o.quantize_embeddings;
   if (o.embedding_min_kib > (std::numeric_limits<size_t>::max() >> 10))
     fail("embedding_min_kib ", o.embedding_min_kib, " is too large");
@@ -117,6 +118,9 @@ quant::QuantizeJob make_job(const std::string& model_path, const std::string& ou
     job.max_drop = *o.max_drop;
   }
   job.metric = quant::parse_metric(o.metric);
+  if (o.rounding != "gptq" && o.rounding != "nearest")
+    fail("QuantizeOptions::rounding must be gptq or nearest, got '", o.rounding, "'");
+  job.gptq = o.rounding == "gptq";
   job.progress = false;
   if (progress) job.progress_sink = [progress](const std::string& label) { return stage(progress, label); };
   return job;

@@ -38,6 +38,10 @@
 // the softmax output P (all eight required; the mask slot may be empty). Q, K and V are
 // quantized as QuantizeLinear does, the dot products accumulate exactly in integers, and
 // P is quantized before the integer product with V: what the fake-quant graph computes.
+// row_probabilities (int 0/1, default 0): P's quantization reads exp(s - rowmax) instead
+// of P (p_scale is then that of [0, 1]: every row peaks at exactly 1) and each output row
+// is divided by its sum of exp afterwards, as octet quantize --attention int8 writes
+// the softmax out: ReduceMax, Sub, Exp, Q/DQ, MatMul, Div by ReduceSum.
 #include <cmath>
 #include <optional>
 

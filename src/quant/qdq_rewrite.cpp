@@ -34,6 +34,8 @@ class Rewriter {
 
   void rewrite(const QuantizedNode& q) {
     if (o_.mode == Mode::Dynamic && q.kind == QuantKind::Weight) return rewrite_dynamic(q);
+    if (q.kind == QuantKind::Activation && o_.row_probabilities)
+      if (Node* softmax = row_softmax_of(q.node)) return rewrite_row_probabilities(q, softmax);
     for (int slot : q.activation_inputs) {
       Value* v = q.node->input(static_cast<size_t>(slot));
       patch_.set_input(q.node, static_cast<size_t>(slot), dequantized_activation(v));
@@ -93,6 +95,49 @@ class Rewriter {
     Node* dq = patch_.add_node("DequantizeLinear", {data, scale, zp}, 1, std::move(attrs), "", w->name() + "_dequantize");
     ++rewritten_uses_[w];
     return dq->output(0);
+  }
+
+  // The Softmax over the last axis whose output only `matmul` reads, as its A; or null.
+  Node* row_softmax_of(Node* matmul) {
+    Value* p = matmul->input(0);
+    Node* sm = p->producer();
+    if (!sm || sm->op_type() != "Softmax" || !sm->domain().empty() || p->uses().size() != 1 || p->is_graph_output())
+      return nullptr;
+    const int64_t axis = sm->attr_int("axis", -1);
+    const Value* s = sm->input(0);
+    if (axis == -1) return sm;
+    if (!s->type.dims || axis != static_cast<int64_t>(s->type.dims->size()) - 1) return nullptr;
+    return sm;
+  }
+
+  // P.V with P = Softmax(S) -> (Q/DQ(E) . Q/DQ(V)) / sum(E), E = Exp(S - ReduceMax(S)):
+  // E's rows all peak at exactly 1, so the fixed scale 1/255 (1/127 for int8) is each
+  // row's max over the levels (see QuantizeOptions::row_probabilities).
+  void rewrite_row_probabilities(const QuantizedNode& q, Node* softmax) {
+    Node* n = q.node;
+    const std::string base = n->name() + "_rows";
+    Value* s = softmax->input(0);
+    Value* axes = patch_.add_initializer(base + "_axes", Tensor::from_vector<int64_t>({1}, {-1}));
+    const Attribute keep = Attribute::make_int("keepdims", 1);
+    Node* mx = graph_.opset_version("") >= 18
+                   ? patch_.add_node("ReduceMax", {s, axes}, 1, {keep}, "", base + "_max")
+                   : patch_.add_node("ReduceMax", {s}, 1, {keep, Attribute::make_ints("axes", {-1})}, "", base + "_max");
+    Node* shifted = patch_.add_node("Sub", {s, mx->output(0)}, 1, {}, "", base + "_shift");
+    Node* e = patch_.add_node("Exp", {shifted->output(0)}, 1, {}, "", base + "_exp");
+    Node* sum = patch_.add_node("ReduceSum", {e->output(0), axes}, 1, {keep}, "", base + "_sum");
+    const bool int8 = o_.activation_type == DType::Int8;
+    Value* scale = patch_.add_initializer(base + "_scale", Tensor::scalar<float>(int8 ? 1.0f / 127 : 1.0f / 255));
+    Value* zp = patch_.add_initializer(base + "_zero_point", zero_point_scalar(o_.activation_type, 0));
+    Node* qe = patch_.add_node("QuantizeLinear", {e->output(0), scale, zp}, 1, {}, "", base + "_quantize");
+    Node* dqe = patch_.add_node("DequantizeLinear", {qe->output(0), scale, zp}, 1, {}, "", base + "_dequantize");
+    ++result_.activation_pairs;
+    Node* mm = patch_.add_node("MatMul", {dqe->output(0), dequantized_activation(n->input(1))}, 1, {}, "",
+                               base + "_matmul");
+    Node* y = patch_.add_node("Div", {mm->output(0), sum->output(0)}, 1, {}, "", base + "_normalize");
+    patch_.replace_uses(n->output(0), y->output(0));
+    patch_.remove_node(n);
+    patch_.remove_node(softmax);
+    record(q, n->output(0), y->output(0));
   }
 
   // Dynamic mode: the matmul and its bias become one node (octet) or the integer chain

@@ -88,7 +88,7 @@ nlohmann::json QuantizeReport::to_json() const {
                   {"percentile", options.percentile},
                   {"activation_type", dtype_name(options.activation_type)},
                   {"per_channel_weights", options.per_channel_weights},
-                  {"attention", options.quantize_attention ? "int8" : "fp32"},
+                  {"attention", options.quantize_attention ? (options.row_probabilities ? "int8" : "int8-tensor") : "fp32"},
                   {"embeddings", options.quantize_embeddings},
                   {"exclude", std::vector<std::string>(options.exclude.begin(), options.exclude.end())}};
   j["sizes"] = {{"float_file_bytes", float_file_bytes},

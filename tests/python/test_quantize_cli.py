@@ -98,6 +98,36 @@ for m in ("bert_tiny", "gpt2_tiny", "vit_tiny"):
     t.check(f"static minmax goals: {m}", check_static_goals, m)
 
 
+def check_attention_row_scales(model):
+    """The default writes each softmax out (Exp of S - ReduceMax, Q/DQ, product, Div by
+    ReduceSum) so its probabilities get a scale per row; onnxruntime runs that file as written
+    and octet fuses it back into octet.QAttention: both must agree. int8-tensor keeps the
+    Softmax and one probability scale."""
+    rows, tensor = tmp(model + "_rows.onnx"), tmp(model + "_tensor.onnx")
+    r = static(model, rows)
+    static(model, tensor, "--attention", "int8-tensor")
+    assert r["options"]["attention"] == "int8", r["options"]
+    ops = op_types(rows)
+    assert "Softmax" not in ops and {"ReduceMax", "Exp", "ReduceSum", "Div"} <= set(ops), sorted(set(ops))
+    assert "Softmax" in op_types(tensor)
+    onnx.checker.check_model(rows)
+    opt = tmp(model + "_rows_opt.onnx")
+    code, _, err = run_octet(args.octet, "optimize", rows, "-o", opt)
+    assert code == 0, err
+    assert "QAttention" in op_types(opt), sorted(set(op_types(opt)))
+    feeds = sample(model)
+    sess = ort.InferenceSession(rows, providers=["CPUExecutionProvider"])
+    theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    mine = octet_outputs(rows, feeds)
+    for name, v in theirs.items():
+        c = cosine(v, mine[name])
+        assert c >= 0.9999, f"{name}: octet (fused) vs onnxruntime (as written) cosine {c:.6f}"
+
+
+for m in ("bert_tiny", "vit_tiny"):
+    t.check(f"attention probabilities with a scale per row, fused by octet: {m}", check_attention_row_scales, m)
+
+
 def check_small_tables_stay_float_by_default():
     r = static("bert_tiny", tmp("bert_tiny_default_tables.onnx"))
     assert not any(l["kind"] == "embedding" for l in r["layers"]), r["layers"]

@@ -121,6 +121,22 @@ TEST(CpuQAttention, MasksAndCausal) {
   check_all(cases, "masks and causal");
 }
 
+TEST(CpuQAttention, RowProbabilities) {
+  // exp(s - max) quantized and each output row divided by its sum (octet quantize --attention int8),
+  // across tiles, task blocks, masks, causal rows and a tail of value channels.
+  std::vector<QCase> cases;
+  for (QCase c : {shape(1, 7, 197, 4, 8, 16), shape(2, 65, 130, 1, 8, 8), shape(1, 13, 13, 3, 17, 33)}) {
+    c.row_probabilities = true;
+    cases.push_back(c);
+    c.causal = true;
+    cases.push_back(c);
+    c.causal = false;
+    c.mask_shape = {c.batch, 1, 1, c.kv_len};
+    cases.push_back(c);
+  }
+  check_all(cases, "row probabilities");
+}
+
 TEST(CpuQAttention, SeqFirst) {
   std::vector<QCase> cases;
   QCase c = shape(3, 11, 11, 4, 16, 16);

@@ -20,6 +20,7 @@ namespace octet::testing {
 struct QCase {
   int64_t batch = 1, q_len = 1, kv_len = 1, heads = 1, head_k = 8, head_v = 8;
   bool causal = false, seq_first = false;
+  bool row_probabilities = false;        // p quantizes exp(s - max), outputs divided by the sums
   std::vector<int64_t> mask_shape = {};  // empty: no mask
   DType zp_type = DType::UInt8;          // the four zero points' type
   std::array<int, 4> zp = {0, 0, 0, 0};  // q, k, v, p zero points
@@ -31,7 +32,8 @@ struct QCase {
     for (int64_t d : mask_shape) m += std::to_string(d) + ",";
     return "B" + std::to_string(batch) + " Sq" + std::to_string(q_len) + " Sk" + std::to_string(kv_len) + " H" +
            std::to_string(heads) + " Dk" + std::to_string(head_k) + " Dv" + std::to_string(head_v) +
-           (causal ? " causal" : "") + (seq_first ? " seq_first" : "") + " mask[" + m + "] " +
+           (causal ? " causal" : "") + (seq_first ? " seq_first" : "") +
+           (row_probabilities ? " rows" : "") + " mask[" + m + "] " +
            dtype_name(zp_type) + " zp " + std::to_string(zp[0]) + "," + std::to_string(zp[1]) + "," +
            std::to_string(zp[2]) + "," + std::to_string(zp[3]);
   }
@@ -74,7 +76,8 @@ inline std::vector<std::pair<std::string, Tensor>> qattention_params(const QCase
 
 inline std::vector<Attribute> qattention_attrs(const QCase& c, float scale = 0.37f) {
   return {Attribute::make_int("num_heads", c.heads), Attribute::make_float("scale", scale),
-          Attribute::make_int("causal", c.causal), Attribute::make_int("seq_first", c.seq_first)};
+          Attribute::make_int("causal", c.causal), Attribute::make_int("seq_first", c.seq_first),
+          Attribute::make_int("row_probabilities", c.row_probabilities)};
 }
 
 // octet.QAttention(q, k, v, mask?, 8 constant parameters) -> y.

@@ -86,6 +86,7 @@ void qattention_f32(KernelContext& ctx) {
   p.y_b = a.y_b, p.y_s = a.y_s;
   p.m_b = a.m_b, p.m_h = a.m_h, p.m_q = a.m_q, p.m_k = a.m_k;
   p.causal = a.causal;
+  p.row_probabilities = qp.row_probabilities;
   p.q = ctx.input(0).data<float>() + a.q_off, p.k = ctx.input(1).data<float>() + a.k_off;
   p.v = ctx.input(2).data<float>() + a.v_off;
   p.mask = mask ? mask->data<float>() : nullptr;

@@ -39,6 +39,7 @@ struct Args {
   int64_t q_b, q_s, k_b, k_s, v_b, v_s, y_b, y_s;
   int64_t m_b, m_h, m_q, m_k;  // mask strides along [B, H, Sq, Sk]; mask null when none
   bool causal;
+  bool row_probabilities;  // pq quantizes exp(s - max); outputs are divided by the row sums
   const float *q, *k, *v, *mask;
   float* y;
   Quant qq, kq, vq, pq;

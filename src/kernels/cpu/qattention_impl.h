@@ -105,7 +105,7 @@ struct Kernel {
   }
 
   // Scores, softmax and quantized P of `rows` (<= R) query rows from i, into w.pc.
-  static void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w) {
+  static void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* sums) {
     for (int64_t r = 0; r < rows; ++r)
       quantize_row(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, 1.0f, p.qq, w.qc + r * p.dk2, p.dk2);
     const int16_t* q[R];
@@ -134,12 +134,14 @@ struct Kernel {
       // The vectorized softmax (softmax_row's steps), its last pass, p = e * (1 / sum),
       // fused with quantizing p.
       const float sum = p.vec->exp_sum(row, 1.0f, p.vec->max(row, p.kv_len), row, p.kv_len);
-      quantize_row(row, p.kv_len, 1.0f / sum, p.pq, w.pc + r * p.sk2, p.sk2);
+      sums[r] = sum;  // row_probabilities: e itself is quantized, the output divided by the sum
+      quantize_row(row, p.kv_len, p.row_probabilities ? 1.0f : 1.0f / sum, p.pq, w.pc + r * p.sk2, p.sk2);
     }
   }
 
   // y rows = out_scale * (P rows . V) for `rows` rows from i.
-  static void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w) {
+  static void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w,
+                          const float* sums) {
     const int16_t* pr[R];
     for (int64_t r = 0; r < R; ++r) pr[r] = w.pc + min_i64(r, rows - 1) * p.sk2;
     const int64_t pairs = p.sk2 / 2;
@@ -156,6 +158,8 @@ struct Kernel {
           for (int64_t n = 0; n < N; ++n) T::store(tail + n * T::kLanes, acc[r][n], p.out_scale);
           for (int64_t d = 0; d < width; ++d) y[d] = tail[d];
         }
+        if (p.row_probabilities)
+          for (int64_t d = 0; d < width; ++d) y[d] /= sums[r];
       }
     }
   }
@@ -164,8 +168,9 @@ struct Kernel {
     pack_head(p, b, h, w);
     for (int64_t i = i0; i < i1; i += R) {
       const int64_t rows = min_i64(R, i1 - i);
-      scores_tile(p, b, h, i, rows, w);
-      output_tile(p, b, h, i, rows, w);
+      float sums[R];
+      scores_tile(p, b, h, i, rows, w, sums);
+      output_tile(p, b, h, i, rows, w, sums);
     }
   }
 };

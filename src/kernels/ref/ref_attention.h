@@ -57,6 +57,9 @@ struct QuantParam {
 
 struct QAttentionParams {
   QuantParam q, k, v, p;
+  // row_probabilities = 1: p quantizes exp(s - rowmax) (each row peaks at 1) and the
+  // product with V is divided by the row's sum afterwards: P with a scale per row.
+  bool row_probabilities = false;
 };
 
 // Reads and checks inputs 4..11 (float32 scales, uint8/int8 zero points, one element each);

@@ -26,6 +26,9 @@ namespace octet {
 QAttentionParams qattention_params(const KernelContext& ctx) {
   static const char* names[] = {"q", "k", "v", "p"};
   QAttentionParams out;
+  const int64_t rows = ctx.node().attr_int("row_probabilities", 0);
+  if (rows != 0 && rows != 1) ctx.fail("row_probabilities must be 0 or 1, got ", rows);
+  out.row_probabilities = rows == 1;
   QuantParam* params[] = {&out.q, &out.k, &out.v, &out.p};
   for (int t = 0; t < 4; ++t) {
     const Tensor& scale = ctx.input(4 + 2 * t);
@@ -83,14 +86,16 @@ void qattention_kernel(KernelContext& ctx) {
         double mx = -INFINITY, sum = 0;
         for (float x : s) mx = std::max(mx, static_cast<double>(x));
         for (float x : s) sum += std::exp(x - mx);
+        const double norm = qp.row_probabilities ? 1.0 : sum;  // rows: exp(s - max), divided below
         for (int64_t j = 0; j < a.kv_len; ++j)
-          pc[j] = qp.p.centered(static_cast<float>(std::exp(s[j] - mx) / sum));
+          pc[j] = qp.p.centered(static_cast<float>(std::exp(s[j] - mx) / norm));
         float* yi = py + b * a.y_b + i * a.y_s + h * a.head_v;
         for (int64_t d = 0; d < a.head_v; ++d) {
           int64_t acc = 0;
           const int32_t* vd = vc.data() + a.v_off + b * a.v_b + h * a.head_v + d;
           for (int64_t j = 0; j < a.kv_len; ++j) acc += int64_t{pc[j]} * vd[j * a.v_s];
           yi[d] = qp.p.scale * qp.v.scale * static_cast<float>(acc);
+          if (qp.row_probabilities) yi[d] /= static_cast<float>(sum);
         }
       }
     }

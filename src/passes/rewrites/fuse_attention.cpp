@@ -3,7 +3,8 @@
 // and onnxruntime's quantizer write them) -> octet.QAttention with those pairs' scales
 // and zero points (docs/quantization.md §2).
 //
-// Patterns (anchored at the Softmax; the matcher is fuse_attention_match.cpp):
+// Patterns (anchored at the Softmax, or at the Exp of the softmax octet quantize writes out
+// for its default --attention int8; the matcher is fuse_attention_match.cpp):
 //   batch-first, per-head 4-D (HF BERT, GPT-2):
 //     Q/K/V [B,S,E] -Reshape-> [B,S,H,D] -Transpose(0,2,1,3)->   (K: Transpose(0,2,3,1))
 //     MatMul(Q, K^T) [-> Div|Mul scale] [-> Add mask] [-> Where causal] -> Softmax(-1)
@@ -102,6 +103,7 @@ bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<No
                                   Attribute::make_float("scale", static_cast<float>(m.scale)),
                                   Attribute::make_int("causal", m.causal ? 1 : 0)};
   if (m.seq_first) attrs.push_back(Attribute::make_int("seq_first", 1));
+  if (m.row_probabilities) attrs.push_back(Attribute::make_int("row_probabilities", 1));
   Node* fused = patch.add_node(m.quantized ? "QAttention" : "Attention", inputs, 1, std::move(attrs), "octet",
                                m.softmax->name() + "_attention");
   if (m.keep_final_reshape) {
@@ -124,7 +126,7 @@ bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<No
 bool run(Graph& g, PassContext& ctx) {
   RemovedNodes removed;
   for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_op(n, "Softmax")) continue;
+    if (removed.contains(n) || !(is_op(n, "Softmax") || is_op(n, "Exp"))) continue;
     attention::Match m;
     if (!attention::match(n, m)) continue;
     bool stale = false;  // a node an earlier match in this sweep removed

@@ -174,17 +174,66 @@ Value* through_fake_quant(Value* v, FakeQuant& fq) {
   return f->x;
 }
 
+// A reduction over the last axis of a rank-`rank` tensor with keepdims: axes as the
+// attribute (ReduceMax before opset 18) or a constant second input.
+bool reduces_last_axis(const Node* n, int64_t rank) {
+  if (!n || n->attr_int("keepdims", 1) != 1 || n->attr_int("noop_with_empty_axes", 0) != 0) return false;
+  std::vector<int64_t> axes = n->attr_ints("axes");
+  if (n->inputs().size() > 1 && n->input(1)) {
+    const Tensor* t = constant_value(n->input(1));
+    if (!t) return false;
+    axes = t->to_int64_vector();
+  }
+  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+}
+
+// The written-out softmax of octet quantize --attention int8 (the default), from its Exp: the scores S (Exp reads
+// S - ReduceMax(S) over the last axis), E's Q/DQ and its ReduceSum (E's only two readers).
+struct RowSoftmax {
+  Value* scores = nullptr;
+  Node *max = nullptr, *sub = nullptr, *sum = nullptr, *quantize = nullptr;
+};
+std::optional<RowSoftmax> row_softmax(Node* exp) {
+  if (!is_op(exp, "Exp") || !exp->output(0)) return std::nullopt;
+  Node* sub = exp->input(0)->producer();
+  if (!is_op(sub, "Sub") || !single_use(sub->output(0))) return std::nullopt;
+  RowSoftmax r{sub->input(0), sub->input(1)->producer(), sub, nullptr, nullptr};
+  const DimVector* sd = dims_of(r.scores);
+  if (!sd || !is_op(r.max, "ReduceMax") || r.max->input(0) != r.scores || !single_use(r.max->output(0)) ||
+      !reduces_last_axis(r.max, static_cast<int64_t>(sd->size())))
+    return std::nullopt;
+  const Value* e = exp->output(0);
+  if (e->uses().size() != 2 || e->is_graph_output()) return std::nullopt;
+  for (const Use& u : e->uses()) {
+    if (is_op(u.node, "ReduceSum") && u.index == 0 && reduces_last_axis(u.node, static_cast<int64_t>(sd->size())))
+      r.sum = u.node;
+    else if (is_op(u.node, "QuantizeLinear") && u.index == 0)
+      r.quantize = u.node;
+  }
+  if (!r.sum || !r.quantize || !single_use(r.sum->output(0))) return std::nullopt;
+  return r;
+}
+
 }  // namespace
 
 bool match(Node* sm, Match& m) {
   m = Match{};
-  if (!is_op(sm, "Softmax") || !sm->output(0)) return false;
-  Value* x = sm->input(0);
+  std::optional<RowSoftmax> rows;
+  if (is_op(sm, "Exp")) {
+    if (!(rows = row_softmax(sm))) return false;
+  } else if (!is_op(sm, "Softmax") || !sm->output(0)) {
+    return false;
+  }
+  Value* x = rows ? rows->scores : sm->input(0);
   const DimVector* sd = dims_of(x);
   if (!sd || (sd->size() != 3 && sd->size() != 4) || !dtype_is_float(x->type.dtype)) return false;
   const int64_t rank = static_cast<int64_t>(sd->size());
-  const int64_t axis = sm->attr_int("axis", sm->opset() >= 13 ? -1 : 1);
+  const int64_t axis = rows ? -1 : sm->attr_int("axis", sm->opset() >= 13 ? -1 : 1);
   if (axis != -1 && axis != rank - 1) return false;  // before opset 13 the last axis is also the 2-D coercion's
+  if (rows) {
+    m.row_probabilities = true;
+    for (Node* n : {rows->max, rows->sub, rows->sum}) m.nodes.push_back(n);
+  }
   const bool seq_first = rank == 3;
   const DimVector scores = *sd;
   m.softmax = sm;
@@ -224,8 +273,9 @@ bool match(Node* sm, Match& m) {
   // Quantized attention: fake quantizations right before both products.
   Value* qh = mm1->input(0);
   Value* kh = mm1->input(1);
-  Node* p_consumer = sole_consumer(sm->output(0));
+  Node* p_consumer = rows ? rows->quantize : sole_consumer(sm->output(0));
   Value* probs = sm->output(0);
+  if (rows && !(fake_quant_of(qh) && fake_quant_of(kh))) return false;  // written out only when quantized
   if (fake_quant_of(qh) || fake_quant_of(kh) || is_op(p_consumer, "QuantizeLinear")) {
     m.quantized = true;
     qh = through_fake_quant(qh, m.q_quant);
@@ -233,7 +283,14 @@ bool match(Node* sm, Match& m) {
     Value* dq_probs = nullptr;  // Softmax -> QuantizeLinear -> DequantizeLinear -> P.V
     if (is_op(p_consumer, "QuantizeLinear"))
       if (Node* dq = sole_consumer(p_consumer->output(0))) dq_probs = dq->output(0);
-    if (!qh || !kh || !dq_probs || through_fake_quant(dq_probs, m.p_quant) != probs) return false;
+    if (rows && dq_probs) {  // E has its ReduceSum as a second reader: check the pair by hand
+      auto f = fake_quant_of(dq_probs);
+      if (!f || f->quantize != p_consumer || !single_use(p_consumer->output(0))) return false;
+      m.p_quant = *f;
+    } else if (!qh || !kh || !dq_probs || through_fake_quant(dq_probs, m.p_quant) != probs) {
+      return false;
+    }
+    if (!qh || !kh) return false;
     probs = dq_probs;
     for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.p_quant}) {
       m.nodes.push_back(f->quantize);
@@ -277,7 +334,14 @@ bool match(Node* sm, Match& m) {
   }
   m.nodes.push_back(mm2);
 
-  Node* merge = sole_consumer(mm2->output(0));
+  Value* mixed = mm2->output(0);
+  if (rows) {  // (E . V) / ReduceSum(E)
+    Node* div = sole_consumer(mixed);
+    if (!is_op(div, "Div") || div->input(0) != mixed || div->input(1) != rows->sum->output(0)) return false;
+    m.nodes.push_back(div);
+    mixed = div->output(0);
+  }
+  Node* merge = sole_consumer(mixed);
   if (!has_perm(merge, qv_perm)) return false;
   m.nodes.push_back(merge);
   Node* fin = nullptr;

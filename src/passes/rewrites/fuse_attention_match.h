@@ -29,13 +29,19 @@ struct Match {
   // Q's quantization scale when the fused op quantizes the unscaled Q.
   bool quantized = false;
   FakeQuant q_quant, k_quant, v_quant, p_quant;
+  // octet quantize's default --attention int8: the softmax written out as
+  //   E = Exp(S - ReduceMax(S)), Q/DQ(E) . V, then Div by ReduceSum(E)
+  // (p_quant is E's), which the fused op computes with row_probabilities = 1. `softmax`
+  // is then the Exp.
+  bool row_probabilities = false;
   double q_prescale = 1;
   // Every node of the chain (a kept final Reshape excluded). The pass checks that their
   // results have no reader outside the chain except shape computations that die with it.
   std::vector<Node*> nodes;
 };
 
-// Fills `m` when `softmax` is the Softmax of a fusable attention block.
+// Fills `m` when `softmax` is the Softmax of a fusable attention block, or the Exp of one
+// written out for per-row probabilities (Match::row_probabilities).
 bool match(Node* softmax, Match& m);
 
 }  // namespace octet::passes::attention

@@ -90,7 +90,7 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     // BatchNormalization folds first so the Conv it went into can still become a MatMul.
     for (Pass p : {fold_batch_norm(), gather_quantized_rows(), fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_blocked_dq_matmul(), fuse_qdq_matmul(),
                    conv_patches_to_matmul(), fuse_matmul_bias(), fuse_attention(), fuse_grouped_attention(), fuse_attention_slices(),
-                   fuse_attention_qkv(), fuse_matmul_epilogue()})
+                   fuse_attention_qkv(), fuse_qattention_qkv(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));
   }
   std::vector<Pass> finishing;

@@ -1,4 +1,4 @@
-// octet.QMatMul   -> Mul(., lambda) -> octet.QMatMul with b_scale * lambda, bias * lambda
+// octet.QMatMul    -> Mul(., lambda) -> octet.QMatMul with output_scale = lambda
 // octet.MatMulBias -> Mul(., lambda) -> octet.MatMulBias with B's columns and bias * lambda
 //
 // Why: ViTs with LayerScale (DINOv2, CaiT, EVA) multiply every block's attention and MLP
@@ -6,19 +6,24 @@
 // that is one more pass over the [tokens, hidden] tensor, and it sits between the matmul
 // and the Add, so fuse_matmul_epilogue cannot fold the residual into the product either:
 // two extra elementwise passes per projection (issue 20's profile of DINOv2: 49 of its 141
-// nodes were these Muls and Adds). A per-column factor commutes with the matmul: for
-// QMatMul, lambda[n] (sa sb[n] acc + bias[n]) = sa (sb[n] lambda[n]) acc + lambda[n] bias[n],
-// and for MatMulBias A (B diag(lambda)) + lambda bias. Only float rounding changes (one
-// product of the scale instead of one of the output).
+// nodes were these Muls and Adds).
+//
+// QMatMul takes lambda as its output_scale input, applied in the epilogue after the bias
+// (and activation) and before the residual -- a oneDNN binary-mul post-op -- so the values
+// are the ones the separate Mul computed: an int8 graph is sensitive to last-bit changes
+// (they flip quantized values downstream), and this keeps its accuracy exactly. MatMulBias
+// folds lambda into its float weights, A (B diag(lambda)) + lambda bias: only float
+// rounding changes.
 //
 // Matched: a QMatMul or MatMulBias with neither activation (lambda does not commute with
-// GeLU) nor residual, whose output only this Mul reads; the other Mul input a constant
-// float32 holding one value or one per output column (dims all 1 but a last one of N, no
-// more dims than the output), so the Mul does not broadcast the output. QMatMul's B must
-// be a constant 2-D int8 with a constant float32 b_scale (and a constant int8 b_zero_point
-// if any); MatMulBias's B a constant 2-D float32. The new weights are new initializers; the
-// originals are left to dead-code elimination (or whoever else reads them). Runs before
-// fuse_matmul_epilogue so the Add after the Mul becomes the product's residual.
+// GeLU for the float fold; kept alike for both) nor residual (nor, for QMatMul, an
+// output_scale), whose output only this Mul reads; the other Mul input a constant float32
+// holding one value or one per output column (dims all 1 but a last one of N, no more dims
+// than the output), so the Mul does not broadcast the output. QMatMul's B must be a
+// constant 2-D int8; MatMulBias's B a constant 2-D float32 and its bias a constant [N].
+// New tensors are new initializers; the originals are left to dead-code elimination (or
+// whoever else reads them). Runs before fuse_matmul_epilogue so the Add after the Mul
+// becomes the product's residual.
 #include <algorithm>
 #include <cstring>
 
@@ -50,19 +55,12 @@ int64_t foldable_columns(const Node* mm) {
   const bool q = mm->op_type() == "QMatMul";
   if (!q && mm->op_type() != "MatMulBias") return 0;
   if (input_or_null(mm, q ? 7 : 3)) return 0;  // a residual is added after the product
+  if (q && input_or_null(mm, 9)) return 0;      // an output_scale already
   const Tensor* b = constant_value(input_or_null(mm, q ? 3 : 1));
   if (!b || b->rank() != 2 || b->dtype() != (q ? DType::Int8 : DType::Float32)) return 0;
   const int64_t n = b->shape()[1];
-  if (q) {
-    const Tensor* sb = constant_value(input_or_null(mm, 4));
-    if (!sb || sb->dtype() != DType::Float32 || sb->rank() > 1 || (sb->numel() != 1 && sb->numel() != n)) return 0;
-    if (const Value* z = input_or_null(mm, 5)) {
-      const Tensor* zb = constant_value(z);
-      if (!zb || zb->dtype() != DType::Int8 || zb->numel() != sb->numel()) return 0;
-    }
-  }
-  if (const Value* bias = input_or_null(mm, q ? 6 : 2)) {
-    const Tensor* t = constant_value(bias);
+  if (!q && input_or_null(mm, 2)) {  // the bias the float fold scales
+    const Tensor* t = constant_value(input_or_null(mm, 2));
     if (!t || t->dtype() != DType::Float32 || t->rank() != 1 || t->numel() != n) return 0;
   }
   return n;
@@ -75,38 +73,27 @@ Tensor copy_of(const Tensor& t) {
   return out;
 }
 
-// Each element of a per-tensor-or-per-column parameter, as N values.
-template <typename T>
-Tensor per_column(const Tensor& t, int64_t n, DType dtype) {
-  Tensor out(dtype, {n});
-  for (int64_t i = 0; i < n; ++i) out.mutable_data<T>()[i] = t.data<T>()[t.numel() == 1 ? 0 : i];
-  return out;
-}
-
 bool fold(Graph& g, PassContext& ctx, Node* mm, Node* mul, const std::vector<float>& lambda) {
   const bool q = mm->op_type() == "QMatMul";
   const int64_t n = static_cast<int64_t>(lambda.size());
   GraphPatch patch = make_patch(g);
   std::vector<Value*> inputs = mm->inputs();
   if (q) {
-    Tensor sb = per_column<float>(*constant_value(inputs[4]), n, DType::Float32);
-    for (int64_t i = 0; i < n; ++i) sb.mutable_data<float>()[i] *= lambda[static_cast<size_t>(i)];
-    inputs[4] = patch.add_initializer(mm->name() + "_scaled_b_scale", std::move(sb));
-    if (input_or_null(mm, 5))  // b_zero_point: one per column, as b_scale now is
-      inputs[5] = patch.add_initializer(mm->name() + "_scaled_b_zero_point",
-                                        per_column<int8_t>(*constant_value(inputs[5]), n, DType::Int8));
+    Tensor scale(DType::Float32, {n});
+    std::copy(lambda.begin(), lambda.end(), scale.mutable_data<float>());
+    inputs.resize(10, nullptr);
+    inputs[9] = patch.add_initializer(mm->name() + "_output_scale", std::move(scale));
   } else {
     Tensor w = copy_of(*constant_value(inputs[1]));
     float* pw = w.mutable_data<float>();
     for (int64_t r = 0; r < w.shape()[0]; ++r)
       for (int64_t c = 0; c < n; ++c) pw[r * n + c] *= lambda[static_cast<size_t>(c)];
     inputs[1] = patch.add_initializer(mm->name() + "_scaled_weight", std::move(w));
-  }
-  const size_t bias_slot = q ? 6 : 2;
-  if (input_or_null(mm, bias_slot)) {
-    Tensor bias = copy_of(*constant_value(inputs[bias_slot]));
-    for (int64_t i = 0; i < n; ++i) bias.mutable_data<float>()[i] *= lambda[static_cast<size_t>(i)];
-    inputs[bias_slot] = patch.add_initializer(mm->name() + "_scaled_bias", std::move(bias));
+    if (input_or_null(mm, 2)) {
+      Tensor bias = copy_of(*constant_value(inputs[2]));
+      for (int64_t i = 0; i < n; ++i) bias.mutable_data<float>()[i] *= lambda[static_cast<size_t>(i)];
+      inputs[2] = patch.add_initializer(mm->name() + "_scaled_bias", std::move(bias));
+    }
   }
   Node* fused = patch.add_node(mm->op_type(), inputs, 1, mm->attributes(), "octet", mm->name() + "_scaled");
   patch.replace_uses(mul->output(0), fused->output(0));

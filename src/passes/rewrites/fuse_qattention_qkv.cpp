@@ -13,7 +13,7 @@
 // Matched: an octet.QAttention without channel_ranges whose Q, K and V are the outputs of
 // three distinct octet.QMatMul nodes, each read by this attention alone, that read the
 // same A with the same static a_scale / a_zero_point (the same values, or equal scalar
-// constants) and the same a_channel_scale, with no activation, no residual and no
+// constants) and the same a_channel_scale, with no activation, residual, output_scale or
 // dynamic_type; each B a constant 2-D int8 [K, N_i] of one K, b_scale a constant float32
 // (per tensor or per column), b_zero_point absent or an all-zero int8 constant, bias
 // absent or a constant float32 [N_i]. The packed B, per-column b_scale and bias are new
@@ -50,7 +50,8 @@ Node* projection(const Value* v, const Node* attention) {
   Node* p = v ? v->producer() : nullptr;
   if (!p || p->domain() != "octet" || p->op_type() != "QMatMul" || sole_consumer(v) != attention) return nullptr;
   if (!p->attr_string("activation", "").empty() || p->has_attr("dynamic_type")) return nullptr;
-  if (!input_or_null(p, kAScale) || input_or_null(p, kResidual)) return nullptr;
+  if (!input_or_null(p, kAScale) || input_or_null(p, kResidual) || input_or_null(p, kChannelScale + 1))
+    return nullptr;  // dynamic, or a residual / output_scale after the product
   const Tensor* b = constant_value(input_or_null(p, kB));
   const Tensor* sb = constant_value(input_or_null(p, kBScale));
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;

@@ -33,7 +33,7 @@ namespace {
 // QMatMul's inputs (ops/octet_quant_ops.cpp).
 enum : size_t { kA, kAScale, kAZero, kB, kBScale, kBZero, kBias, kResidual, kChannelScale };
 
-const Value* input_or_null(const Node* n, size_t i) { return i < n->inputs().size() ? n->input(i) : nullptr; }
+Value* input_or_null(const Node* n, size_t i) { return i < n->inputs().size() ? n->input(i) : nullptr; }
 
 // Two optional operands that hold the same numbers: one value, both absent, or constants
 // of one type and shape with identical bytes.
@@ -116,11 +116,11 @@ bool run(Graph& g, PassContext& ctx) {
     std::vector<Value*> inputs(kChannelScale + 1, nullptr);
     inputs[kA] = first->input(kA);
     inputs[kAScale] = first->input(kAScale);
-    inputs[kAZero] = const_cast<Value*>(input_or_null(first, kAZero));
+    inputs[kAZero] = input_or_null(first, kAZero);
     inputs[kB] = patch.add_initializer(first->name() + "_qkv_weight", std::move(weight));
     inputs[kBScale] = patch.add_initializer(first->name() + "_qkv_scale", std::move(scale));
     if (any_bias) inputs[kBias] = patch.add_initializer(first->name() + "_qkv_bias", std::move(bias));
-    inputs[kChannelScale] = const_cast<Value*>(input_or_null(first, kChannelScale));
+    inputs[kChannelScale] = input_or_null(first, kChannelScale);
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // trailing optionals absent
     Node* packed = patch.add_node("QMatMul", inputs, 1, {}, "octet", first->name() + "_qkv");
     Value* qkv = packed->output(0);

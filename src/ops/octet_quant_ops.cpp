@@ -1,10 +1,11 @@
 // The int8 fused ops of the `octet` domain (docs/quantization.md §2).
 //
 //   octet.QMatMul(A, a_scale?, a_zero_point?, B, b_scale, b_zero_point?, bias?, residual?,
-//                 a_channel_scale?)
+//                 a_channel_scale?, output_scale?)
 //       attrs: activation = "" | "gelu" | "gelu_tanh", dynamic_type = "uint8" | "int8"
 //   Y = (per row m, column n) sa[m] * sb[n] * sum_k (qa[m,k] - za[m]) * (B[k,n] - zb[n])
-//       + bias[n], then the activation, then + residual. qa is A quantized with the given
+//       + bias[n], then the activation, then * output_scale[n] (one value or one per column:
+//       a LayerScale Mul folded in, fold_matmul_output_scale.cpp), then + residual. qa is A quantized with the given
 //       a_scale/a_zero_point (static), or per row of A when a_scale is absent (dynamic).
 //
 // The rule checks what the kernels rely on: element types, B 2-D, b_scale/b_zero_point
@@ -48,9 +49,9 @@ void check_per_column(const InferContext& ctx, size_t i, const std::optional<Dim
 
 void infer_qmatmul(InferContext& ctx) {
   const Node& node = ctx.node();
-  if (ctx.num_inputs() > 9)
-    ctx.fail("takes at most 9 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
-             "a_channel_scale), got ", ctx.num_inputs());
+  if (ctx.num_inputs() > 10)
+    ctx.fail("takes at most 10 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
+             "a_channel_scale, output_scale), got ", ctx.num_inputs());
   if (!ctx.has_input(3) || !ctx.has_input(4)) ctx.fail("B (input 3) and b_scale (input 4) are required");
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -106,6 +107,11 @@ void infer_qmatmul(InferContext& ctx) {
     if (c && a0 && !a0->empty() && known_differ((*c)[0], a0->back()))
       ctx.fail(describe_input(ctx, 8), " (a_channel_scale) has ", (*c)[0].to_string(), " elements but A has K = ",
                a0->back().to_string());
+  }
+
+  if (ctx.has_input(9)) {
+    require_dtype(ctx, 9, DType::Float32);
+    check_per_column(ctx, 9, n);
   }
 
   std::optional<DimVector> out;

@@ -39,7 +39,8 @@ int check(const QCase& c, int threads = 1) {
 }
 
 // The variant a test index stands for: cycles static/dynamic, the activation type, the
-// weights' granularity, bias, activation and residual independently.
+// weights' granularity, bias, activation, residual, a_channel_scale and output_scale
+// independently.
 QCase variant(int64_t m, int64_t k, int64_t n, int i) {
   QCase c;
   c.a_shape = {m, k};
@@ -51,6 +52,7 @@ QCase variant(int64_t m, int64_t k, int64_t n, int i) {
   c.activation = i % 5 == 1 ? "gelu" : (i % 5 == 3 ? "gelu_tanh" : "");
   c.residual = i % 7 >= 4;
   c.channel_scale = i % 11 >= 6;
+  c.output_scale = i % 13 >= 7;
   c.seed = static_cast<uint64_t>(i + 1);
   return c;
 }
@@ -84,6 +86,7 @@ TEST(CpuQMatMul, EveryParameterKindAndThreadCount) {
           c.residual = true;
           c.b_zero_point = true;  // explicit zeros are taken
           c.channel_scale = per_column;
+          c.output_scale = true;
           EXPECT_EQ(check(c, threads), 1) << c.label();
         }
 }

@@ -43,6 +43,7 @@ struct QCase {
   std::string activation;
   bool residual = false;
   bool channel_scale = false;  // a_channel_scale (a folded smoothing Mul), values in [0.25, 1.75]
+  bool output_scale = false;   // output_scale per column (a folded LayerScale Mul), signs mixed
   uint64_t seed = 1;
 
   int64_t k() const { return a_shape.back(); }
@@ -56,7 +57,7 @@ struct QCase {
     o << "A " << shape_to_string(a_shape) << " N " << n << (is_static ? " static " : " dynamic ")
       << dtype_name(act) << (per_column ? " per-column" : " per-tensor") << (bias ? " bias" : "")
       << (activation.empty() ? "" : " " + activation) << (residual ? " residual" : "")
-      << (channel_scale ? " channel-scale" : "");
+      << (channel_scale ? " channel-scale" : "") << (output_scale ? " output-scale" : "");
     if (b_zero_point) o << " zb " << static_cast<int>(b_zero_value);
     return o.str();
   }
@@ -66,7 +67,7 @@ struct QCase {
 // constants. Activations in [-1, 1]; b_scale ~ 1 / (127 sqrt(K)) so outputs are ~1.
 inline std::vector<std::optional<Operand>> operands(const QCase& c) {
   const int64_t k = c.k(), n = c.n;
-  std::vector<std::optional<Operand>> ins(9);
+  std::vector<std::optional<Operand>> ins(10);
   ins[0] = Operand{mm::rand(c.a_shape, c.seed)};
   if (c.is_static) {
     // Asymmetric uint8 range a little narrower than A's, so some values saturate.
@@ -96,6 +97,7 @@ inline std::vector<std::optional<Operand>> operands(const QCase& c) {
     for (int64_t i = 0; i < k; ++i) cs.mutable_data<float>()[i] = 1.0f + 0.75f * cs.data<float>()[i];
     ins[8] = Operand{cs, true};
   }
+  if (c.output_scale) ins[9] = Operand{mm::rand({n}, c.seed + 6), true};
   while (!ins.empty() && !ins.back()) ins.pop_back();
   return ins;
 }

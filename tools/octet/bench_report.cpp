@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "analysis/macs.h"
 #include "octet/error.h"
 
 namespace octet::cli {
@@ -87,6 +88,25 @@ json profile_json(const RunProfile& profile) {
   for (const auto& [key, t] : rows)
     out.push_back({{"op", key.first}, {"kernel", key.second ? "optimized" : "reference"}, {"nodes", t.nodes},
                    {"ms_per_run", t.ms / runs}, {"share", all > 0 ? t.ms / all : 0.0}});
+  return out;
+}
+
+json profile_nodes_json(const RunProfile& profile, const std::vector<double>& step_min_ms, const Bindings& bindings) {
+  OCTET_ASSERT(step_min_ms.size() == profile.steps.size(), "profile_nodes_json: one minimum per step");
+  const double runs = std::max(1, profile.runs);
+  json out = json::array();
+  for (size_t i = 0; i < profile.steps.size(); ++i) {
+    const RunProfile::Entry& e = profile.steps[i];
+    const Node& n = *e.node;
+    json row = {{"name", n.name()},
+                {"op", (n.domain().empty() ? "" : n.domain() + ".") + n.op_type()},
+                {"kernel", e.optimized ? "optimized" : "reference"},
+                {"ms_per_run", e.ms / runs},
+                {"min_ms", step_min_ms[i]}};
+    if (const std::optional<Dim> macs = node_macs(n))
+      if (const std::optional<int64_t> v = evaluate_macs(*macs, bindings)) row["macs"] = *v;
+    out.push_back(row);
+  }
   return out;
 }
 

@@ -10,7 +10,8 @@
 //    "fused_ops": {"octet.Gelu": n}, "optimizer": OptimizeReport JSON,
 //    "cpu": {"model", "isa"}, "inputs": [{"name", "dtype", "shape", "source"}],
 //    "outputs_file"?,
-//    "profile"?: [{"op", "kernel": "optimized"|"reference", "nodes", "ms_per_run", "share"}]}
+//    "profile"?: [{"op", "kernel": "optimized"|"reference", "nodes", "ms_per_run", "share"}],
+//    "profile_nodes"?: [{"name", "op", "kernel", "ms_per_run", "min_ms", "macs"?}] in run order}
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,12 @@ void add_latency_fields(nlohmann::json& report, const std::vector<double>& sampl
 
 // Per-op-type totals of a profile, largest first (the "profile" field).
 nlohmann::json profile_json(const octet::RunProfile& profile);
+
+// Every profiled step in run order: mean time, fastest time (step_min_ms, one per step of
+// `profile`), and its MACs where macs.h counts them (under `bindings`): per-layer time
+// against work, what bench/profile_breakdown.py reads.
+nlohmann::json profile_nodes_json(const octet::RunProfile& profile, const std::vector<double>& step_min_ms,
+                                  const octet::Bindings& bindings);
 
 std::string render_bench_text(const nlohmann::json& report);
 

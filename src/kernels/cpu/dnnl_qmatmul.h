@@ -12,12 +12,13 @@
 //   bias before the output scales (dst = scale * (acc + bias), measured on brgemm VNNI
 //   and AMX and on gemm:jit), so the bias it gets is in accumulator units and folds the
 //   activation zero point in: bias'[n] = bias[n] / (sa sb[n]) - za colsum_B[n], scales
-//   sa sb[n] per column (or one), then GeLU as an eltwise post-op and the residual as a
-//   binary add post-op, as the fp32 kernel does;
+//   sa sb[n] per column (or one), then GeLU as an eltwise post-op, output_scale as a
+//   per-column binary mul post-op and the residual as a binary add post-op, as the fp32
+//   kernel does;
 // - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
 //   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
 //   (the zero-point correction is exact integer arithmetic, so no cancellation), the
-//   vectorized GeLU and the residual add of vec_ops.h.
+//   vectorized GeLU, the output_scale product and the residual add of vec_ops.h.
 // Primitives are cached per (M, threads). Empty tensors, inputs that differ from what
 // inference promised, and shapes oneDNN only has a reference implementation for go to
 // the reference kernel (with B unpacked from the state).
@@ -50,6 +51,7 @@ class QMatMulState : public KernelState {
   int64_t n() const { return gemm_->n(); }
   Activation activation() const { return activation_; }
   bool has_residual() const { return residual_; }
+  bool has_output_scale() const { return !out_scale_.empty(); }
 
   // Quantizes rows [begin, end) of A [M, K] into qa (uint8), with each row's scale and
   // zero point (uint8 domain) in sa / za.
@@ -80,6 +82,7 @@ class QMatMulState : public KernelState {
   std::vector<float> sb_;         // b_scale per column
   std::vector<float> bias_;       // empty: none
   std::vector<float> channel_scale_;  // a_channel_scale (empty: none)
+  std::vector<float> out_scale_;      // output_scale per column (empty: none)
   Activation activation_ = Activation::None;
   bool residual_ = false;
   // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.

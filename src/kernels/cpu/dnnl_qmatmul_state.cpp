@@ -23,7 +23,7 @@ bool one_element(const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }
 std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   std::unique_ptr<QMatMulState> s(new QMatMulState());
   const Value* a = node.input(0);
-  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 9) return nullptr;
+  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 10) return nullptr;
   const Tensor* b = constant_input(node, 3);
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
   const int64_t k = b->shape()[0], n = b->shape()[1];
@@ -54,6 +54,12 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
     const Tensor* c = constant_input(node, 8);
     if (!c || c->dtype() != DType::Float32 || c->rank() != 1 || c->numel() != k) return nullptr;
     s->channel_scale_.assign(c->data<float>(), c->data<float>() + k);
+  }
+  if (node.input(9)) {
+    const Tensor* os = constant_input(node, 9);
+    if (!os || os->dtype() != DType::Float32 || os->rank() > 1 || (os->numel() != 1 && os->numel() != n))
+      return nullptr;
+    for (int64_t i = 0; i < n; ++i) s->out_scale_.push_back(os->data<float>()[os->numel() == 1 ? 0 : i]);
   }
   const std::string act = node.attr_string("activation", "");
   if (act == "gelu") s->activation_ = Activation::GeluErf;
@@ -137,6 +143,7 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
     float* row = y + m * n;
     q.scale_row(sums + m * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
     if (activation_ != Activation::None) cpu::gelu(row, row, n, activation_ == Activation::GeluTanh);
+    if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
     if (residual) cpu::add_bias(row, residual + m * n, row, n);
   }
 }
@@ -148,6 +155,7 @@ std::shared_ptr<const Int8Gemm::Entry> QMatMulState::fused_primitive(int64_t m, 
     dnnl::post_ops ops;
     if (activation_ == Activation::GeluErf) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0, 0);
     if (activation_ == Activation::GeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0, 0);
+    if (!out_scale_.empty()) ops.append_binary(dnnl::algorithm::binary_mul, f32_desc({1, gemm_->n()}));
     if (residual_) ops.append_binary(dnnl::algorithm::binary_add, f32_desc({m, gemm_->n()}));
     attr.set_post_ops(ops);
     return gemm_->create(m, dnnl::memory::data_type::f32, attr, /*with_bias=*/true);
@@ -161,10 +169,11 @@ void QMatMulState::run_fused(const KernelContext& ctx, const Int8Gemm::Entry& en
   std::unordered_map<int, dnnl::memory> args;
   args[DNNL_ARG_DST] = wrap(f32_desc({m, n}), y);
   args[DNNL_ARG_BIAS] = wrap(f32_desc({1, n}), bias_acc_.data());
-  if (residual_) {
-    const int position = activation_ != Activation::None ? 1 : 0;
-    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
-  }
+  // Post-op positions: the activation (if any), output_scale (if any), the residual.
+  int position = activation_ != Activation::None ? 1 : 0;
+  if (!out_scale_.empty())
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position++) | DNNL_ARG_SRC_1] = wrap(f32_desc({1, n}), out_scale_.data());
+  if (residual_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
   gemm_->execute(ctx, entry, qa, m, nullptr, args);
 }
 

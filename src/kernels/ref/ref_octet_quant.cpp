@@ -11,7 +11,8 @@
 // 2. acc = sum_k (qa - za) * (B - zb), exact in 64 bits.
 // 3. Y = sa * sb * acc + bias in double, rounded once to float32.
 // 4. The activation and the residual run through the ai.onnx Gelu and Add reference
-//    kernels, as in octet.MatMulBias.
+//    kernels, as in octet.MatMulBias; between them, output_scale multiplies each column
+//    (float32 products, exactly as a separate Mul would compute them).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -77,6 +78,7 @@ void qmatmul_kernel(KernelContext& ctx) {
   const Tensor* bias = ctx.optional_input(6);
   const Tensor* residual = ctx.optional_input(7);
   const Tensor* channel_scale = ctx.optional_input(8);
+  const Tensor* output_scale = ctx.optional_input(9);
 
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -163,6 +165,14 @@ void qmatmul_kernel(KernelContext& ctx) {
     }
   }
   if (!act.empty()) y = ref::gelu_epilogue(y, act == "gelu_tanh");
+  if (output_scale) {
+    if (output_scale->dtype() != DType::Float32 || output_scale->rank() > 1 ||
+        (output_scale->numel() != 1 && output_scale->numel() != N))
+      ctx.fail("output_scale must be float32 with 1 or N = ", N, " values, got ", output_scale->describe());
+    const float* os = output_scale->data<float>();
+    float* scaled = y.mutable_data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) scaled[i] *= os[output_scale->numel() == 1 ? 0 : i % N];
+  }
   if (residual) {
     if (residual->dtype() != DType::Float32 || residual->shape() != y.shape())
       ctx.fail("residual must be float32 of the output's shape ", shape_to_string(y.shape()), ", got ",

@@ -26,6 +26,8 @@ Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge
 Pass fuse_grouped_attention();  // Q.K^T over present K/V [repeat_kv], scale, [Where], [mask], Softmax, .V -> octet.GroupedAttention
 Pass fuse_attention_slices();  // (Q)Attention on Slices/Split of packed QKV channels -> reads in place
 Pass fuse_attention_qkv();     // Attention on three MatMulBias of one input    -> one packed projection
+Pass fuse_qattention_qkv();    // QAttention on three QMatMul of one input   -> one packed int8 projection
+Pass fold_matmul_output_scale(); // QMatMul/MatMulBias -> Mul(per-column constant) -> the factor in the weights
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
 Pass transpose_to_reshape();  // Transpose moving only size-1 axes                  -> Reshape (a view)
 

@@ -141,6 +141,7 @@ TEST(CpuMatMulNBits, RankThreeAThreadsAndSmolLMShape) {
   check({8, 576, 192, 128, true, {1, 576}, true, 2});
   check({4, 576, 1536, 32, false, {1, 1, 576}, false, 2});
   check({4, 576, 1536, 64, true, {7, 576}, false, 2});
+  check({8, 200, 600, 128, false, {9, 200}, true, 2});  // prefill panels of 256, 256 and 88 columns
 }
 
 // The int8 activations' groups (nbits_table.h): runs of 32 elements of a row, whatever the

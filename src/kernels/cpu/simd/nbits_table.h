@@ -41,7 +41,7 @@ struct NbitsGemvArgs {
 // y[r, n] = sum_u scale[n, u * 32 / block] * a_scale[r, u] *
 // (sum_j q[n, u, j] * aq[r, u, j] - zero[n, u * 32 / block] * a_sum[r, u]), a_sum the run's
 // sum of aq. Runs of 32 whatever the weight block: an outlier in A then coarsens 32 codes,
-// not 128 (for blocks of 32, the usual int4 and octet's default, the two are the same).
+// not 128 (for blocks of 32, octet's int4 default, the two are the same).
 struct NbitsQ8Args {
   int bits = 4;
   int64_t rows = 1, k_blocks = 0, block = 0;

@@ -4,13 +4,18 @@
 // 4 and 8 bits, blocks 32/64/128, K not a multiple of the block, odd N, M = 1..4 (GEMV)
 // and 7, 64 (GEMM), symmetric and asymmetric with zero points at both ends, bias, rank-3 A,
 // one and two threads, every ISA level (in process for the GEMV, child processes for
-// oneDNN's sgemm). The int8-activation GEMV (matmul_nbits.h) is checked against the
-// reference kernel run on A rounded the way that path rounds it, on the same edge shapes.
+// oneDNN's sgemm). The float-activation GEMV is forced for those (check()). The
+// int8-activation GEMV (matmul_nbits.h; the default for 4-bit weights where AVX512-VNNI is) is checked, on
+// the same edge shapes, against the reference kernel run on A rounded the way that path
+// rounds it (float summation order apart) and against the reference on A itself within
+// the rounding's worst case (int8_rounding_bound).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "cpu_test_util.h"
 #include "isa_child_runs.h"
@@ -72,7 +77,20 @@ std::shared_ptr<const Graph> nbits_graph(const NbitsCase& c, const quant::NbitsT
   return g;
 }
 
+class ActivationsScope {  // the decode GEMV's activation precision for its lifetime
+ public:
+  explicit ActivationsScope(cpu::NbitsActivations mode) : previous_(cpu::nbits_activations()) {
+    cpu::set_nbits_activations(mode);
+  }
+  ~ActivationsScope() { cpu::set_nbits_activations(previous_); }
+
+ private:
+  cpu::NbitsActivations previous_;
+};
+
+// The float-activation paths (decode GEMV forced to float, prefill GEMM) against the reference.
 void check(const NbitsCase& c, uint32_t seed = 1) {
+  ActivationsScope float_activations(cpu::NbitsActivations::Float);
   const Tensor w = weights(c.K, c.N, seed, c.block);
   const quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
   const quant::NbitsTensors t = quant::to_matmul_nbits(q);
@@ -123,50 +141,76 @@ TEST(CpuMatMulNBits, RankThreeAThreadsAndSmolLMShape) {
   check({8, 576, 192, 128, true, {1, 576}, true, 2});
   check({4, 576, 1536, 32, false, {1, 1, 576}, false, 2});
   check({4, 576, 1536, 64, true, {7, 576}, false, 2});
+  check({8, 200, 600, 128, false, {9, 200}, true, 2});  // prefill panels of 256, 256 and 88 columns
 }
 
-// A with each row's K split in the weight blocks and every block rounded as the int8
-// activations are: symmetric, scale max|a| / 127, codes to nearest even, back to float.
-void round_like_int8_activations(Tensor& a, int64_t K, int64_t block) {
+// The int8 activations' groups (nbits_table.h): runs of 32 elements of a row, whatever the
+// weight block. Returns the group of element k (its index over the row).
+int64_t int8_group(int64_t k, int /*bits*/) { return k / 32; }
+
+// Per row, max |a| of every group.
+std::vector<float> group_amax(const Tensor& a, int64_t K, int bits) {
+  const int64_t rows = a.numel() / K, groups = (K + 31) / 32;
+  std::vector<float> amax(static_cast<size_t>(rows * groups), 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < K; ++k) {
+      float& m = amax[r * groups + int8_group(k, bits)];
+      m = std::max(m, std::fabs(a.data<float>()[r * K + k]));
+    }
+  return amax;
+}
+
+// A with every group rounded as the int8 activations are: symmetric, scale max|a| / 127,
+// codes to nearest even, back to float.
+void round_like_int8_activations(Tensor& a, int64_t K, int bits) {
+  const std::vector<float> amax = group_amax(a, K, bits);
+  const int64_t groups = (K + 31) / 32;
   float* p = a.mutable_data<float>();
-  for (int64_t row = 0; row < a.numel() / K; ++row)
-    for (int64_t k0 = 0; k0 < K; k0 += block) {
-      float* x = p + row * K + k0;
-      const int64_t len = std::min(block, K - k0);
-      float amax = 0.0f;
-      for (int64_t j = 0; j < len; ++j) amax = std::max(amax, std::fabs(x[j]));
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f, scale = amax / 127.0f;
-      for (int64_t j = 0; j < len; ++j) x[j] = std::clamp(std::nearbyint(x[j] * inv), -127.0f, 127.0f) * scale;
+  for (int64_t r = 0; r < a.numel() / K; ++r)
+    for (int64_t k = 0; k < K; ++k) {
+      const float m = amax[r * groups + int8_group(k, bits)];
+      const float inv = m > 0.0f ? 127.0f / m : 0.0f, scale = m / 127.0f;
+      float& x = p[r * K + k];
+      x = std::clamp(std::nearbyint(x * inv), -127.0f, 127.0f) * scale;
     }
 }
 
-class Int8Activations {  // turns the int8-activation GEMV on for its lifetime
- public:
-  Int8Activations() : previous_(cpu::nbits_int8_activations()) { cpu::set_nbits_int8_activations(true); }
-  ~Int8Activations() { cpu::set_nbits_int8_activations(previous_); }
-
- private:
-  bool previous_;
-};
+// The worst case of int8 activations against float ones, per output: each element of A
+// moves by at most half its group's step (max|a| / 254), times |w| summed over K.
+std::vector<double> int8_rounding_bound(const quant::BlockQuantized& q, const Tensor& a) {
+  const int64_t rows = a.numel() / q.K, groups = (q.K + 31) / 32;
+  const std::vector<float> amax = group_amax(a, q.K, q.bits);
+  std::vector<double> bound(static_cast<size_t>(rows * q.N), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < q.N; ++n)
+      for (int64_t k = 0; k < q.K; ++k)
+        bound[r * q.N + n] += std::fabs(quant::dequantized(q, k, n)) * amax[r * groups + int8_group(k, q.bits)] / 254.0;
+  return bound;
+}
 
 // Where the int8 path runs (AVX512-VNNI at the AVX-512 level) it must match the reference
-// on rounded A to float rounding; at the other levels the float path's result stands.
+// on rounded A to float rounding, and the reference on A itself within the rounding's
+// bound; elsewhere (no VNNI, or 8-bit weights under Auto) the float path's result stands.
+// `force_int8`: ask for int8 activations; else the default (or the environment's choice).
 // Returns how many levels ran the int8 path.
-int check_int8(const NbitsCase& c, uint32_t seed = 1) {
+int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true) {
   const Tensor w = weights(c.K, c.N, seed, c.block);
-  const quant::NbitsTensors t = quant::to_matmul_nbits(quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric));
+  const quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
+  const quant::NbitsTensors t = quant::to_matmul_nbits(q);
   const Tensor bias = testing::random_f32({c.N}, seed + 7);
   auto g = nbits_graph(c, t, c.bias ? &bias : nullptr);
   Tensor a = testing::random_f32(c.a_shape, seed + 3);
-  std::memset(a.mutable_data<float>(), 0, sizeof(float) * std::min<int64_t>(c.block, c.K));  // an all-zero block: scale 0
+  std::memset(a.mutable_data<float>(), 0, sizeof(float) * std::min<int64_t>(c.block, c.K));  // all-zero groups: scale 0
   Tensor rounded = testing::random_f32(c.a_shape, seed + 3);
   std::memcpy(rounded.mutable_data<float>(), a.data<float>(), sizeof(float) * a.numel());
-  round_like_int8_activations(rounded, c.K, c.block);
+  round_like_int8_activations(rounded, c.K, c.bits);
   SessionOptions ro;
   ro.kernels = KernelChoice::Reference;
   const Tensor want_float = Session(g, ro).run({{"A", a}})[0].second;
   const Tensor want_int8 = Session(g, ro).run({{"A", rounded}})[0].second;
-  Int8Activations on;
+  const std::vector<double> bound = int8_rounding_bound(q, a);
+  std::optional<ActivationsScope> on;
+  if (force_int8) on.emplace(cpu::NbitsActivations::Int8);
   int int8_levels = 0;
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);
@@ -176,11 +220,16 @@ int check_int8(const NbitsCase& c, uint32_t seed = 1) {
     Session s(g, o);
     EXPECT_EQ(s.optimized_nodes(), 1) << c.label() << ": declined";
     const Tensor got = s.run({{"A", a}})[0].second;
-    const bool int8 = cpu::nbits_int8_path_active();
+    const bool int8 = cpu::nbits_int8_path_active(c.bits);
     int8_levels += int8;
     if (int8) {  // the block sums are exact integers: what differs is float summation order over K
       const double atol = 1e-5 * static_cast<double>(std::max<int64_t>(1, c.K / 128));
       testing::expect_close(got, want_int8, Tolerance{1e-5, atol}, c.label() + " int8 activations at " + isa_name(level));
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        const double diff = std::fabs(static_cast<double>(got.data<float>()[i]) - want_float.data<float>()[i]);
+        EXPECT_LE(diff, bound[i] + 1e-4 * (1.0 + std::fabs(want_float.data<float>()[i])))
+            << c.label() << " int8 activations against float A at " << isa_name(level) << ", output " << i;
+      }
     } else {
       testing::expect_close(got, want_float, Tolerance{1e-4, 1e-3}, c.label() + " at " + isa_name(level));
     }
@@ -188,31 +237,64 @@ int check_int8(const NbitsCase& c, uint32_t seed = 1) {
   return int8_levels;
 }
 
-TEST(CpuMatMulNBits, Int8ActivationsEdgeShapes) {
-  if (const char* env = std::getenv("OCTET_NBITS_ACTIVATIONS")) {
-    EXPECT_EQ(cpu::nbits_int8_activations(), std::strcmp(env, "int8") == 0) << "OCTET_NBITS_ACTIVATIONS=" << env;
-  }
-  int int8_runs = 0, cases = 0;
+// Whether the int8 path should run for `bits`-bit weights at the top ISA level, from the
+// mode alone (the kernel's own nbits_int8_path_active is what is under test).
+bool int8_expected(int bits, bool force_int8) {
+  ScopedIsaLevel top(available_isas().back());
+  const cpu::NbitsActivations mode = force_int8 ? cpu::NbitsActivations::Int8 : cpu::nbits_activations();
+  const bool asked = mode == cpu::NbitsActivations::Int8 || (mode == cpu::NbitsActivations::Auto && bits == 4);
+  return asked && cpu::nbits_int8_path_available();
+}
+
+// The edge shapes through check_int8, checking that the int8 path ran exactly where
+// expected (once per case: at the top level; never below AVX-512).
+void int8_edge_shapes(bool force_int8) {
+  int int8_runs = 0, expected = 0;
+  auto one = [&](const NbitsCase& c, uint32_t seed) {
+    int8_runs += check_int8(c, seed, force_int8);
+    expected += int8_expected(c.bits, force_int8);
+  };
+  uint32_t seed = 0;
   for (int bits : {4, 8})
     for (int64_t block : {32, 64, 128})
       for (int64_t K : {32, 71, 200})
         for (int64_t N : {1, 7, 33})
           for (bool sym : {true, false})
-            for (int64_t m : {1, 2, 3, 4}) {
-              int8_runs += check_int8({bits, K, N, block, sym, {m, K}, (K + N) % 2 == 0, 1}, static_cast<uint32_t>(cases));
-              ++cases;
-            }
-  int8_runs += check_int8({4, 576, 1536, 32, false, {1, 1, 576}, false, 2});
-  int8_runs += check_int8({8, 576, 192, 128, true, {3, 576}, true, 2});
-  cases += 2;
-  // The int8 path must really have run wherever this CPU and level offer it.
-  ScopedIsaLevel top(available_isas().back());
-  EXPECT_EQ(int8_runs, cpu::nbits_int8_path_available() ? cases : 0);
+            for (int64_t m : {1, 2, 3, 4}) one({bits, K, N, block, sym, {m, K}, (K + N) % 2 == 0, 1}, seed++);
+  one({4, 576, 1536, 32, false, {1, 1, 576}, false, 2}, 1);
+  one({8, 576, 192, 128, true, {3, 576}, true, 2}, 1);
+  EXPECT_EQ(int8_runs, expected);
 }
 
-TEST(CpuMatMulNBits, Int8ActivationsOffByDefault) {
+// What the environment asked for, when it did.
+void expect_environment_choice() {
+  if (const char* env = std::getenv("OCTET_NBITS_ACTIVATIONS")) {
+    const std::string v = env;
+    const cpu::NbitsActivations want = v == "int8"    ? cpu::NbitsActivations::Int8
+                                       : v == "float" ? cpu::NbitsActivations::Float
+                                                      : cpu::NbitsActivations::Auto;
+    EXPECT_EQ(cpu::nbits_activations(), want) << "OCTET_NBITS_ACTIVATIONS=" << env;
+  }
+}
+
+TEST(CpuMatMulNBits, Int8ActivationsEdgeShapes) {
+  expect_environment_choice();
+  int8_edge_shapes(true);
+}
+
+// Nothing forced: the default decode path (Auto: int8 activations for 4-bit weights where
+// VNNI is; or what the environment says) on the edge shapes, at every level.
+TEST(CpuMatMulNBits, DefaultActivationsEdgeShapes) {
+  expect_environment_choice();
+  int8_edge_shapes(false);
+}
+
+TEST(CpuMatMulNBits, ActivationsAutoByDefault) {
   if (std::getenv("OCTET_NBITS_ACTIVATIONS")) GTEST_SKIP() << "the environment chose";
-  EXPECT_FALSE(cpu::nbits_int8_activations());
+  EXPECT_EQ(cpu::nbits_activations(), cpu::NbitsActivations::Auto);
+  ScopedIsaLevel top(available_isas().back());
+  EXPECT_EQ(cpu::nbits_int8_path_active(4), cpu::nbits_int8_path_available());
+  EXPECT_FALSE(cpu::nbits_int8_path_active(8));
 }
 
 TEST(CpuMatMulNBits, DeclinesWhatItDoesNotHandle) {
@@ -237,7 +319,17 @@ TEST(CpuMatMulNBits, EveryIsaInChildProcesses) {
 TEST(CpuMatMulNBits, Int8ActivationsFromEnvironmentAtEveryIsa) {
   if (std::getenv("OCTET_ISA")) GTEST_SKIP() << "already a child run";
   setenv("OCTET_NBITS_ACTIVATIONS", "int8", 1);
-  testing::expect_child_runs_pass_at_every_isa("CpuMatMulNBits.Int8ActivationsEdgeShapes", "cpu_matmul_nbits_int8");
+  testing::expect_child_runs_pass_at_every_isa("CpuMatMulNBits.Int8ActivationsEdgeShapes:CpuMatMulNBits.DefaultActivations*",
+                                               "cpu_matmul_nbits_int8");
+  unsetenv("OCTET_NBITS_ACTIVATIONS");
+}
+
+// OCTET_NBITS_ACTIVATIONS=float turns the int8 default off at every level: the default-path
+// test then expects (and checks that it finds) the float path everywhere.
+TEST(CpuMatMulNBits, FloatActivationsFromEnvironmentAtEveryIsa) {
+  if (std::getenv("OCTET_ISA")) GTEST_SKIP() << "already a child run";
+  setenv("OCTET_NBITS_ACTIVATIONS", "float", 1);
+  testing::expect_child_runs_pass_at_every_isa("CpuMatMulNBits.DefaultActivations*", "cpu_matmul_nbits_float");
   unsetenv("OCTET_NBITS_ACTIVATIONS");
 }
 

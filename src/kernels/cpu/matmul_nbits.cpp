@@ -5,12 +5,12 @@
 //   - decode (A has at most kNbitsMaxRows rows): memory-bound. Each weight byte is read
 //     once and dequantized in registers (simd/nbits_gemv_*.cpp), zero point included; the
 //     block scale applies once per block. This is the GEMV the decode step spends its time in.
-//     With int8 activations asked for (matmul_nbits.h) and AVX512-VNNI present, A's rows
-//     are quantized per weight block instead and the block sums are integer dot products
-//     (simd/nbits_gemv_q8_vnni_avx512.cpp).
-//   - prefill (more rows): compute-bound. Each thread dequantizes a panel of kPanel columns
-//     into a per-thread buffer and multiplies it with oneDNN's sgemm; the float weights never
-//     exist whole.
+//     Where AVX512-VNNI is present and int8 activations apply (matmul_nbits.h: by default
+//     for 4-bit weights), A's rows are quantized per 32 elements instead and those sums are integer dot
+//     products (simd/nbits_gemv_q8_vnni_avx512.cpp); else the float GEMV above.
+//   - prefill (more rows): compute-bound. Each thread dequantizes a panel of columns
+//     (simd/nbits_dequant_*.cpp) into a per-thread buffer and multiplies it with oneDNN's
+//     sgemm; the float weights never exist whole, A stays float32.
 // The node is declined (reference kernel) unless B, scales and zero points are constants,
 // A is float32, bits is 4 or 8, block_size a multiple of 32 and zero points packed uint8.
 #include <dnnl.h>
@@ -38,9 +38,10 @@ const NbitsTable& nbits_table(IsaLevel level) {
   static const std::array<NbitsTable, 3> tables = [] {
     NbitsTable generic;
     fill_nbits_table_generic(generic);
+    fill_nbits_dequant_generic(generic);
     NbitsTable avx2 = generic, avx512 = generic;
-    if (detected_isa() >= IsaLevel::Avx2) fill_nbits_table_avx2(avx2), avx512 = avx2;
-    if (detected_isa() >= IsaLevel::Avx512) fill_nbits_table_avx512(avx512);
+    if (detected_isa() >= IsaLevel::Avx2) fill_nbits_table_avx2(avx2), fill_nbits_dequant_avx2(avx2), avx512 = avx2;
+    if (detected_isa() >= IsaLevel::Avx512) fill_nbits_table_avx512(avx512), fill_nbits_dequant_avx512(avx512);
     if (detected_isa() >= IsaLevel::Avx512 && __builtin_cpu_supports("avx512vnni")) fill_nbits_q8_vnni_avx512(avx512);
     return std::array<NbitsTable, 3>{generic, avx2, avx512};
   }();
@@ -49,29 +50,38 @@ const NbitsTable& nbits_table(IsaLevel level) {
 
 namespace {
 
-bool int8_activations_from_environment() {
+NbitsActivations activations_from_environment() {
   const char* env = std::getenv("OCTET_NBITS_ACTIVATIONS");
-  if (!env) return false;
+  if (!env) return NbitsActivations::Auto;
   const std::string v = env;
-  if (v != "int8" && v != "float") fail("OCTET_NBITS_ACTIVATIONS='", v, "' is not one of float, int8");
-  return v == "int8";
+  if (v == "auto") return NbitsActivations::Auto;
+  if (v == "float") return NbitsActivations::Float;
+  if (v == "int8") return NbitsActivations::Int8;
+  fail("OCTET_NBITS_ACTIVATIONS='", v, "' is not one of auto, float, int8");
 }
 
-std::atomic<bool>& int8_activations_flag() {
-  static std::atomic<bool> flag{int8_activations_from_environment()};
-  return flag;
+std::atomic<NbitsActivations>& activations_mode() {
+  static std::atomic<NbitsActivations> mode{activations_from_environment()};
+  return mode;
 }
 
 }  // namespace
 
-void set_nbits_int8_activations(bool enabled) { int8_activations_flag().store(enabled, std::memory_order_relaxed); }
-bool nbits_int8_activations() { return int8_activations_flag().load(std::memory_order_relaxed); }
+void set_nbits_activations(NbitsActivations mode) { activations_mode().store(mode, std::memory_order_relaxed); }
+NbitsActivations nbits_activations() { return activations_mode().load(std::memory_order_relaxed); }
 bool nbits_int8_path_available() { return nbits_table(active_isa()).gemv_q8 != nullptr; }
-bool nbits_int8_path_active() { return nbits_int8_activations() && nbits_int8_path_available(); }
+bool nbits_int8_path_active(int bits) {
+  const NbitsActivations mode = nbits_activations();
+  const bool asked = mode == NbitsActivations::Int8 || (mode == NbitsActivations::Auto && bits == 4);
+  return asked && nbits_int8_path_available();
+}
 
 namespace {
 
-constexpr int64_t kPanel = 64;  // columns a thread dequantizes at once on the prefill path
+// Columns a thread dequantizes at once on the prefill path. Each sgemm call packs its A
+// (M x K) again, so wider panels spend less on that; 256 columns of K = 1536 floats (1.5
+// MiB) measured no slower than 64-128 and up to ~1.3x faster on SmolLM2's shapes (M = 128).
+constexpr int64_t kMaxPanel = 256;
 
 struct NbitsState : KernelState {
   int bits = 4;
@@ -153,38 +163,37 @@ void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, i
   });
 }
 
-// Decode with int8 activations: each row's blocks quantized symmetrically (scale = max|a| /
-// 127, codes rounded to nearest even), arranged as the float path arranges A, then the
-// integer GEMV. The quantization is O(rows * K) against the GEMV's O(rows * K * N).
+// Decode with int8 activations: each row quantized per run of 32 elements (nbits_table.h)
+// symmetrically (scale = max|a| / 127, codes rounded to nearest even), arranged as the float
+// path arranges A, then the integer GEMV. The quantization is O(rows * K) against the
+// GEMV's O(rows * K * N).
 void run_gemv_q8(const KernelContext& ctx, const NbitsState& s, const NbitsTable& table, const float* a, int64_t rows,
                  float* y) {
-  const int64_t kp = s.k_blocks * s.block, cells = rows * s.k_blocks;
+  const int64_t kp = s.k_blocks * s.block, runs = kp / 32;
   int8_t* aq = thread_scratch_as<int8_t>(Scratch::NbitsA, rows * kp);
-  float* a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, cells);
-  int32_t* a_sums = thread_scratch_as<int32_t>(Scratch::NbitsASums, cells);
+  float* a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, rows * runs);
+  int32_t* a_sums = thread_scratch_as<int32_t>(Scratch::NbitsASums, rows * runs);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t kb = 0; kb < s.k_blocks; ++kb) {
-      const float* src = a + r * s.K + kb * s.block;
-      const int64_t len = std::min(s.block, s.K - kb * s.block);
+    for (int64_t u = 0; u < runs; ++u) {
+      const float* src = a + r * s.K + u * 32;
+      const int64_t len = std::clamp<int64_t>(s.K - u * 32, 0, 32);  // 0: a run wholly past K
       float amax = 0.0f;
       for (int64_t j = 0; j < len; ++j) amax = std::max(amax, std::fabs(src[j]));
       const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int8_t* dst = aq + r * kp + kb * s.block;
+      int8_t run[32];
       int32_t sum = 0;
-      for (int64_t c = 0; c < s.block; c += 32) {
-        int8_t run[32];
-        for (int j = 0; j < 32; ++j) {
-          const int v = c + j < len ? static_cast<int>(std::nearbyint(src[c + j] * inv)) : 0;
-          run[j] = static_cast<int8_t>(std::clamp(v, -127, 127));
-          sum += run[j];
-        }
-        if (s.bits == 4)
-          for (int j = 0; j < 16; ++j) dst[c + j] = run[2 * j], dst[c + 16 + j] = run[2 * j + 1];
-        else
-          std::memcpy(dst + c, run, sizeof run);
+      for (int j = 0; j < 32; ++j) {
+        const int v = j < len ? static_cast<int>(std::nearbyint(src[j] * inv)) : 0;
+        run[j] = static_cast<int8_t>(std::clamp(v, -127, 127));
+        sum += run[j];
       }
-      a_scales[r * s.k_blocks + kb] = amax / 127.0f;
-      a_sums[r * s.k_blocks + kb] = sum;
+      int8_t* dst = aq + r * kp + u * 32;
+      if (s.bits == 4)
+        for (int j = 0; j < 16; ++j) dst[j] = run[2 * j], dst[16 + j] = run[2 * j + 1];
+      else
+        std::memcpy(dst, run, sizeof run);
+      a_scales[r * runs + u] = amax / 127.0f;
+      a_sums[r * runs + u] = sum;
     }
   NbitsQ8Args g;
   g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
@@ -196,7 +205,7 @@ void run_gemv_q8(const KernelContext& ctx, const NbitsState& s, const NbitsTable
 // Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.
 void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, float* y) {
   const NbitsTable& table = nbits_table(active_isa());
-  if (table.gemv_q8 && nbits_int8_activations()) return run_gemv_q8(ctx, s, table, a, rows, y);
+  if (nbits_int8_path_active(s.bits)) return run_gemv_q8(ctx, s, table, a, rows, y);
   const int64_t kp = s.k_blocks * s.block;
   float* arranged = thread_scratch_as<float>(Scratch::NbitsA, rows * kp);
   for (int64_t r = 0; r < rows; ++r) {
@@ -217,28 +226,23 @@ void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int
   gemv_columns(ctx, s, rows, kp, y, [&](int64_t n0, int64_t n1) { table.gemv(g, n0, n1); });
 }
 
-// Prefill: per thread, panels of kPanel columns dequantized to float [cols, K], then sgemm.
+// Prefill: per thread, panels of columns dequantized to float [cols, K] (the ISA's
+// vector dequantization), then sgemm.
 void run_gemm(const KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, float* y) {
-  const int64_t panels = (s.N + kPanel - 1) / kPanel, blob = s.block * s.bits / 8;
-  const int mask = (1 << s.bits) - 1;
-  const uint8_t* b = s.b->raw();
+  // Panels of up to kMaxPanel columns, but at least one per thread: N = 192 (SmolLM2's k/v
+  // projections) in one panel would leave a thread idle.
+  const int64_t per_thread = (s.N + ctx.threads() - 1) / ctx.threads();
+  const int64_t panel = std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, kMaxPanel);
+  const int64_t panels = (s.N + panel - 1) / panel;
+  const NbitsTable& table = nbits_table(active_isa());
+  NbitsDequantArgs d;
+  d.bits = s.bits, d.K = s.K, d.k_blocks = s.k_blocks, d.block = s.block;
+  d.b = s.b->raw(), d.scales = s.scales.data(), d.zero_scales = s.zero_scales.data();
   parallel_ranges(ctx, panels, rows * s.N * s.K, [&](int64_t begin, int64_t end) {
-    float* w = thread_scratch_as<float>(Scratch::NbitsPanel, kPanel * s.K);
+    float* w = thread_scratch_as<float>(Scratch::NbitsPanel, panel * s.K);  // dequant writes K per column
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t n0 = p * kPanel, cols = std::min(kPanel, s.N - n0);
-      for (int64_t c = 0; c < cols; ++c) {
-        const int64_t n = n0 + c;
-        for (int64_t kb = 0; kb < s.k_blocks; ++kb) {
-          const uint8_t* q = b + (n * s.k_blocks + kb) * blob;
-          const float sc = s.scales[n * s.k_blocks + kb], zs = s.zero_scales[n * s.k_blocks + kb];
-          float* dst = w + c * s.K + kb * s.block;
-          const int64_t len = std::min(s.block, s.K - kb * s.block);
-          for (int64_t j = 0; j < len; ++j) {
-            const int64_t bit = j * s.bits;
-            dst[j] = static_cast<float>((q[bit / 8] >> (bit % 8)) & mask) * sc - zs;
-          }
-        }
-      }
+      const int64_t n0 = p * panel, cols = std::min(panel, s.N - n0);
+      for (int64_t c = 0; c < cols; ++c) table.dequant(d, n0 + c, w + c * s.K);
       const dnnl_status_t st = dnnl_sgemm('N', 'T', rows, cols, s.K, 1.0f, a, s.K, w, s.K, 0.0f, y + n0, s.N);
       OCTET_ASSERT(st == dnnl_success, "dnnl_sgemm failed for MatMulNBits panel");
       if (!s.bias.empty())

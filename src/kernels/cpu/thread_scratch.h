@@ -21,7 +21,7 @@ enum class Scratch {
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.
   AttentionKeys, AttentionValues, AttentionScores, AttentionQueries,
   // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV (float or int8), a dequantized
-  // weight panel, and the int8 path's per-block activation scales and sums.
+  // weight panel, and the int8 path's per-run activation scales and sums.
   NbitsA, NbitsPanel, NbitsAScales, NbitsASums,
   kCount
 };

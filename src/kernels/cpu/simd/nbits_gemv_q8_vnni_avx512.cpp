@@ -2,9 +2,9 @@
 // VPDPBUSD: unsigned bytes times signed bytes, four products summed into each int32 lane.
 // The weight codes (0..15 or 0..255, zero point not yet subtracted) are the unsigned
 // operand and the int8 activations the signed one, so no code is ever widened to float;
-// the zero point comes off once per block as zero * a_sum, in integers, before the block's
-// int32 lanes turn into floats and meet scale * a_scale. VPDPBUSD does not saturate and a
-// lane gathers at most block / 8 * 4 products of |255 * 127|, far inside int32.
+// the zero point comes off once per 32 activations (A's quantization run) as zero * a_sum,
+// in integers, before the run's int32 lanes turn into floats and meet scale * a_scale.
+// VPDPBUSD does not saturate and a lane gathers 4 products of at most |255 * 127|.
 // 256-bit vectors (AVX512-VL): one 16-byte int4 load is exactly the 32 activations its
 // low and high nibbles meet in the evens/odds layout, and blocks of 32 need no tail.
 #pragma GCC target("avx512vnni")
@@ -31,27 +31,26 @@ inline __m256i codes32(const uint8_t* q, int64_t c) {
 
 template <int R, int Bits>
 void gemv_q8(const NbitsQ8Args& g, int64_t n0, int64_t n1) {
-  const int64_t kp = g.k_blocks * g.block, blob = g.block * Bits / 8;
+  const int64_t kp = g.k_blocks * g.block, runs = kp / 32, blob = g.block * Bits / 8;
   for (int64_t n = n0; n < n1; ++n) {
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     const uint8_t* qn = g.b + n * g.k_blocks * blob;
     for (int64_t b = 0; b < g.k_blocks; ++b) {
       const uint8_t* q = qn + b * blob;
-      const int8_t* a = g.a + b * g.block;
-      __m256i dot[R];
-      for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
-      for (int64_t c = 0; c < g.block; c += 32) {
-        const __m256i w = codes32<Bits>(q, c);
-        for (int r = 0; r < R; ++r)
-          dot[r] = _mm256_dpbusd_epi32(dot[r], w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + r * kp + c)));
-      }
       const int32_t zero = g.zeros[n * g.k_blocks + b];
       const float scale = g.scales[n * g.k_blocks + b];
-      for (int r = 0; r < R; ++r) {
-        // The zero point's share, zero * a_sum, comes off lane 0: exact integers.
-        const __m256i centered = _mm256_sub_epi32(dot[r], _mm256_castsi128_si256(_mm_cvtsi32_si128(zero * g.a_sums[r * g.k_blocks + b])));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(centered), _mm256_set1_ps(scale * g.a_scales[r * g.k_blocks + b]), acc[r]);
+      for (int64_t c = 0; c < g.block; c += 32) {
+        const int64_t run = (b * g.block + c) / 32;
+        const __m256i w = codes32<Bits>(q, c);
+        for (int r = 0; r < R; ++r) {
+          const __m256i dot = _mm256_dpbusd_epi32(
+              _mm256_setzero_si256(), w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.a + r * kp + run * 32)));
+          // The zero point's share, zero * a_sum, comes off lane 0: exact integers.
+          const __m256i centered =
+              _mm256_sub_epi32(dot, _mm256_zextsi128_si256(_mm_cvtsi32_si128(zero * g.a_sums[r * runs + run])));
+          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(centered), _mm256_set1_ps(scale * g.a_scales[r * runs + run]), acc[r]);
+        }
       }
     }
     for (int r = 0; r < R; ++r) {

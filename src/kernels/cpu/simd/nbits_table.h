@@ -1,5 +1,6 @@
 // The blocked int4 / int8 weight x float32 activation dot products one ISA level provides:
-// the inner loop of com.microsoft.MatMulNBits at decode (M = 1..kNbitsMaxRows rows of A).
+// the inner loop of com.microsoft.MatMulNBits at decode (M = 1..kNbitsMaxRows rows of A),
+// and the dequantization of B's columns for its prefill (sgemm) path.
 // Kept free of heavy headers: the per-ISA translation units include it.
 //
 // Layout (what matmul_nbits.cpp prepares; MatMulNBits' own packing, read as it is in the file):
@@ -34,10 +35,13 @@ struct NbitsGemvArgs {
 };
 
 // The int8-activation form (onnxruntime's accuracy_level 4, llama.cpp's Q4_0 x Q8_0): each
-// row of A quantized per weight block, symmetric int8 with one float scale per block, laid
-// out as A above (evens then odds for bits = 4, zero padded past K). Then per block the
-// products are integers: y[r, n] = sum_b scale[n, b] * a_scale[r, b] *
-// (sum_j q[n, b, j] * aq[r, b, j] - zero[n, b] * a_sum[r, b]), a_sum the block's sum of aq.
+// row of A quantized per run of 32 elements (block is a multiple of 32: a weight block holds
+// whole runs), symmetric int8 with one float scale per run, laid out as A above (evens then
+// odds for bits = 4, zero padded past K). Then per run the products are integers:
+// y[r, n] = sum_u scale[n, u * 32 / block] * a_scale[r, u] *
+// (sum_j q[n, u, j] * aq[r, u, j] - zero[n, u * 32 / block] * a_sum[r, u]), a_sum the run's
+// sum of aq. Runs of 32 whatever the weight block: an outlier in A then coarsens 32 codes,
+// not 128 (for blocks of 32, octet's int4 default, the two are the same).
 struct NbitsQ8Args {
   int bits = 4;
   int64_t rows = 1, k_blocks = 0, block = 0;
@@ -45,10 +49,22 @@ struct NbitsQ8Args {
   const float* scales = nullptr;    // [N, k_blocks]
   const uint8_t* zeros = nullptr;   // [N, k_blocks], the zero points
   const int8_t* a = nullptr;        // [rows, k_blocks * block]
-  const float* a_scales = nullptr;  // [rows, k_blocks]
-  const int32_t* a_sums = nullptr;  // [rows, k_blocks]
+  const float* a_scales = nullptr;  // [rows, k_blocks * block / 32]
+  const int32_t* a_sums = nullptr;  // [rows, k_blocks * block / 32]
   float* y = nullptr;               // y[r * ldy + n]
   int64_t ldy = 0;
+};
+
+// The prefill path's dequantization: column n's K weights as floats, in the natural order,
+// dst[k] = q[n, k] * scale[n, k / block] - zero_scale[n, k / block] (zero_scale = zero *
+// scale, so the value is one FMA from the code; the reference kernel's (q - zero) * scale
+// differs from it by float rounding only).
+struct NbitsDequantArgs {
+  int bits = 4;
+  int64_t K = 0, k_blocks = 0, block = 0;  // block a multiple of 32; the last block may pass K
+  const uint8_t* b = nullptr;
+  const float* scales = nullptr;       // [N, k_blocks]
+  const float* zero_scales = nullptr;  // [N, k_blocks]
 };
 
 struct NbitsTable {
@@ -58,11 +74,20 @@ struct NbitsTable {
   // The int8-activation sums, where the CPU has integer dot products (AVX512-VNNI); null
   // elsewhere: matmul_nbits.cpp then keeps the float path.
   void (*gemv_q8)(const NbitsQ8Args& args, int64_t n0, int64_t n1) = nullptr;
+  // Column n of B dequantized into dst[0..K).
+  void (*dequant)(const NbitsDequantArgs& args, int64_t n, float* dst) = nullptr;
 };
 
 void fill_nbits_table_generic(NbitsTable& t);
 void fill_nbits_table_avx2(NbitsTable& t);
 void fill_nbits_table_avx512(NbitsTable& t);
 void fill_nbits_q8_vnni_avx512(NbitsTable& t);  // sets gemv_q8 only
+// Each sets dequant only (nbits_dequant_*.cpp).
+void fill_nbits_dequant_generic(NbitsTable& t);
+void fill_nbits_dequant_avx2(NbitsTable& t);
+void fill_nbits_dequant_avx512(NbitsTable& t);
+// Elements [j0, j1) of one block's codes q dequantized into dst[j0..j1) (the vector levels' tails).
+void nbits_dequant_span(const uint8_t* q, int bits, float scale, float zero_scale, int64_t j0, int64_t j1,
+                        float* dst);
 
 }  // namespace octet::cpu

@@ -89,7 +89,9 @@ NamedTensors run_with(const std::shared_ptr<Graph>& g, const NamedTensors& in, K
   SessionOptions opts;
   opts.kernels = kernels;
   Session session(std::shared_ptr<const Graph>(g), opts);
-  if (kernels == KernelChoice::Optimized) EXPECT_TRUE(session.reference_ops().empty());
+  if (kernels == KernelChoice::Optimized) {
+    EXPECT_TRUE(session.reference_ops().empty());
+  }
   return session.run(in);
 }
 

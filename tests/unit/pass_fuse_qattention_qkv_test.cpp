@@ -91,7 +91,9 @@ NamedTensors run_with(const std::shared_ptr<Graph>& g, const NamedTensors& in, K
   opts.kernels = kernels;
   Session session(std::shared_ptr<const Graph>(g), opts);
   // The comparison is only worth something if the optimized kernels ran the int8 nodes.
-  if (kernels == KernelChoice::Optimized) EXPECT_TRUE(session.reference_ops().empty());
+  if (kernels == KernelChoice::Optimized) {
+    EXPECT_TRUE(session.reference_ops().empty());
+  }
   return session.run(in);
 }
 

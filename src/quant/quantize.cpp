@@ -256,10 +256,11 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     if (eval_idx.empty()) eval_idx = calib_idx;
   }
 
+  clock.done("clean");
+
   // SmoothQuant: decide on the original float model. Before it is smoothed, measure the
   // same job without smoothing (and without mixed precision) for the report, and keep the
   // original's outputs on two samples to prove the smoothed model computes the same.
-  clock.done("clean");
   std::vector<SmoothingDecision> smoothing;
   std::map<std::string, LayerInputStats> input_stats;
   ActivationTable plain_params;  // the same job without smoothing, for the report

@@ -168,6 +168,55 @@ std::string Graph::unique_name(const std::string& base) const {
   }
 }
 
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  g->name = name;
+  g->doc_string = doc_string;
+  g->opset_imports = opset_imports;
+  std::unordered_map<const Value*, Value*> map;
+  map.reserve(values_.size());
+  for (const auto& v : values_) {
+    Value* c = g->create_value(v->name_);
+    c->type = v->type;
+    c->known_values = v->known_values;
+    c->constant_ = v->constant_;
+    c->is_initializer_ = v->is_initializer_;
+    c->is_graph_input_ = v->is_graph_input_;
+    c->is_graph_output_ = v->is_graph_output_;
+    c->data_released_ = v->data_released_;
+    map.emplace(v.get(), c);
+  }
+  auto mapped = [&](const std::vector<Value*>& vs) {
+    std::vector<Value*> out;
+    out.reserve(vs.size());
+    for (Value* v : vs) out.push_back(v ? map.at(v) : nullptr);
+    return out;
+  };
+  std::unordered_map<const Node*, Node*> node_map;
+  g->nodes_.reserve(nodes_.size());
+  for (const auto& n : nodes_) {
+    auto c = std::make_unique<Node>();
+    c->name_ = n->name_;
+    c->op_type_ = n->op_type_;
+    c->domain_ = n->domain_;
+    c->attributes_ = n->attributes_;
+    c->doc_string = n->doc_string;
+    c->graph_ = g.get();
+    c->inputs_ = mapped(n->inputs_);
+    c->outputs_ = mapped(n->outputs_);
+    c->implicit_inputs_ = mapped(n->implicit_inputs_);
+    for (size_t i = 0; i < c->outputs_.size(); ++i)
+      if (Value* o = c->outputs_[i]) o->producer_ = c.get(), o->producer_output_ = static_cast<int>(i);
+    node_map.emplace(n.get(), c.get());
+    g->nodes_.push_back(std::move(c));
+  }
+  for (const auto& v : values_)  // uses in the same order as here
+    for (const Use& u : v->uses_) map.at(v.get())->uses_.push_back({node_map.at(u.node), u.index, u.implicit});
+  g->inputs_ = mapped(inputs_);
+  g->outputs_ = mapped(outputs_);
+  return g;
+}
+
 Value* Graph::create_value(const std::string& name) {
   if (name.empty()) fail("a graph value needs a name");
   if (find_value(name)) fail("value name '", name, "' is defined twice");

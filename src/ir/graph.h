@@ -162,6 +162,12 @@ class Graph {
   // A name not yet used in this graph, derived from `base`.
   std::string unique_name(const std::string& base) const;
 
+  // A copy of the graph (values, types, nodes, attributes, order, inputs and outputs) whose
+  // initializers share this graph's constant tensors: they are immutable here, and a
+  // rewrite of the copy replaces an initializer rather than editing it, so the copy costs
+  // the structure, not the weights. Released initializer data stays released.
+  std::unique_ptr<Graph> clone() const;
+
   // ---- construction API (importers and tests) ----
   Value* add_input(const std::string& name, TensorType type);
   Value* add_initializer(const std::string& name, std::shared_ptr<const Tensor> data);

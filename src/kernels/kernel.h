@@ -33,6 +33,23 @@ class KernelState {
   virtual bool owns_input(size_t /*i*/) const { return false; }
 };
 
+// Whether the session being built on this thread lets prepare functions keep packed
+// copies of float weights (SessionOptions::pack_weights; true outside a session's
+// construction). A float MatMul/Gemm then reads the graph's plain weight instead: the
+// quantizer runs float models on graphs it keeps and rewrites, where a packed copy would
+// double the model in memory.
+bool weight_packing_enabled();
+class WeightPackingScope {
+ public:
+  explicit WeightPackingScope(bool enabled);
+  ~WeightPackingScope();
+  WeightPackingScope(const WeightPackingScope&) = delete;
+  WeightPackingScope& operator=(const WeightPackingScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Where a kernel's outputs get their memory. The session's implementation hands out
 // regions of its memory arena where the memory plan has a slot for the output, and heap
 // memory otherwise.

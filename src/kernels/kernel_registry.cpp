@@ -5,6 +5,14 @@
 
 namespace octet {
 
+namespace {
+thread_local bool packing_enabled = true;
+}  // namespace
+
+bool weight_packing_enabled() { return packing_enabled; }
+WeightPackingScope::WeightPackingScope(bool enabled) : previous_(packing_enabled) { packing_enabled = enabled; }
+WeightPackingScope::~WeightPackingScope() { packing_enabled = previous_; }
+
 // If (ref/ref_control_flow.cpp). Declared here rather than in ref_families.h so that adding
 // it did not rebuild every reference family on the shared 2-core machine; move it there freely.
 void register_ref_control_flow(KernelRegistry& r);

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "quant/observers.h"
@@ -17,19 +19,42 @@ namespace {
 struct TensorStats {
   std::optional<MinMaxObserver> minmax;
   std::optional<HistogramObserver> histogram;
+  // With a histogram: each last-axis channel's finite [min, max], so the clipping methods
+  // can leave outlier channels whole (keep_outlier_channels); empty when the tensor has no
+  // stable last axis (rank 0, or a last dim that changes between samples).
+  std::vector<float> channel_min, channel_max;
+  bool channels_usable = true;
 
   void observe(const Tensor& t) {
     const float* x = t.data<float>();
     const size_t n = static_cast<size_t>(t.numel());
-    if (minmax) minmax->observe(x, n);
-    else histogram->observe(x, n);
+    if (minmax) return minmax->observe(x, n);
+    histogram->observe(x, n);
+    observe_channels(t);
+  }
+  void observe_channels(const Tensor& t) {
+    if (!channels_usable || t.numel() == 0) return;
+    const size_t k = t.rank() ? static_cast<size_t>(t.shape().back()) : 0;
+    if (k < 2 || (!channel_min.empty() && channel_min.size() != k)) {
+      channels_usable = false;
+      channel_min.clear(), channel_max.clear();
+      return;
+    }
+    if (channel_min.empty()) {
+      channel_min.assign(k, std::numeric_limits<float>::infinity());
+      channel_max.assign(k, -std::numeric_limits<float>::infinity());
+    }
+    const float* x = t.data<float>();
+    for (size_t i = 0, n = static_cast<size_t>(t.numel()); i < n; i += k)
+      for (size_t j = 0; j < k; ++j)
+        if (std::isfinite(x[i + j])) channel_min[j] = std::min(channel_min[j], x[i + j]), channel_max[j] = std::max(channel_max[j], x[i + j]);
   }
   float min() const { return minmax ? minmax->min() : histogram->min(); }
   float max() const { return minmax ? minmax->max() : histogram->max(); }
   uint64_t count() const { return minmax ? minmax->count() : histogram->count(); }
 };
 
-Range choose_range(const TensorStats& s, const QuantizeOptions& o) {
+Range clipped_range(const TensorStats& s, const QuantizeOptions& o) {
   switch (o.calibration) {
     case Calibration::MinMax: return minmax_range(*s.minmax);
     case Calibration::Percentile: return percentile_range(*s.histogram, o.percentile);
@@ -37,6 +62,12 @@ Range choose_range(const TensorStats& s, const QuantizeOptions& o) {
     case Calibration::Mse: return mse_range(*s.histogram, 256, o.activation_type == DType::Int8);
   }
   return minmax_range(*s.minmax);
+}
+
+// The method's range, never clipping an outlier channel (see keep_outlier_channels).
+Range choose_range(const TensorStats& s, const QuantizeOptions& o) {
+  const Range r = clipped_range(s, o);
+  return s.minmax ? r : keep_outlier_channels(r, s.channel_min, s.channel_max);
 }
 
 }  // namespace
@@ -50,6 +81,12 @@ ActivationTable CalibrationResult::table() const {
 CalibrationResult calibrate(std::shared_ptr<const Graph> graph, const std::vector<std::string>& tensors,
                             const CalibrationSource& source, const std::vector<size_t>& samples,
                             const QuantizeOptions& options, const ProgressFn& progress) {
+  return calibrate(Session(std::move(graph)), tensors, source, samples, options, progress);
+}
+
+CalibrationResult calibrate(const Session& session, const std::vector<std::string>& tensors,
+                            const CalibrationSource& source, const std::vector<size_t>& samples,
+                            const QuantizeOptions& options, const ProgressFn& progress, const ValueObserver& also) {
   if (samples.empty()) fail("calibration needs at least one sample; ", source.describe(), " gave none");
   std::map<std::string, TensorStats> stats;
   for (const std::string& name : tensors) {
@@ -57,10 +94,10 @@ CalibrationResult calibrate(std::shared_ptr<const Graph> graph, const std::vecto
     if (options.calibration == Calibration::MinMax) s.minmax.emplace(name);
     else s.histogram.emplace(name);
   }
-  Session session(std::move(graph));
   size_t done = 0;
   for (size_t index : samples) {
     session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
+      if (also) also(v, t);
       auto it = stats.find(v.name());
       if (it == stats.end()) return;
       if (t.dtype() != DType::Float32) fail("calibration: tensor '", v.name(), "' is ", dtype_name(t.dtype()), ", not float32");

@@ -14,6 +14,7 @@
 #include "quant/calibration_data.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/quantize_options.h"
+#include "runtime/session.h"
 
 namespace octet::quant {
 
@@ -36,6 +37,15 @@ struct CalibrationResult {
 CalibrationResult calibrate(std::shared_ptr<const Graph> graph, const std::vector<std::string>& tensors,
                             const CalibrationSource& source, const std::vector<size_t>& samples,
                             const QuantizeOptions& options, const ProgressFn& progress = {});
+
+// The same on a session the caller built (SessionOptions::pack_weights = false keeps a
+// graph the caller still rewrites from being copied into packed weights). `also`, when
+// set, sees every value of every run too: another statistic gathered in the same pass
+// (the quantizer's per-channel statistics for SmoothQuant) instead of a second pass.
+CalibrationResult calibrate(const Session& session, const std::vector<std::string>& tensors,
+                            const CalibrationSource& source, const std::vector<size_t>& samples,
+                            const QuantizeOptions& options, const ProgressFn& progress = {},
+                            const ValueObserver& also = {});
 
 // A progress bar on stderr ("calibrating [=====     ] 12/32"), redrawn in place on a
 // terminal and printed at 10% steps otherwise (CI logs).

@@ -128,11 +128,18 @@ std::vector<OutputFidelity> output_fidelity(const Session& float_model, const Se
 
 double max_relative_error(const Session& reference, const Session& other, const CalibrationSource& source,
                           const std::vector<size_t>& samples) {
+  std::vector<NamedTensors> outputs;
+  for (size_t index : samples) outputs.push_back(reference.run(source.sample(index)));
+  return max_relative_error(outputs, other, source, samples);
+}
+
+double max_relative_error(const std::vector<NamedTensors>& reference, const Session& other,
+                          const CalibrationSource& source, const std::vector<size_t>& samples) {
+  if (reference.size() != samples.size()) fail("max_relative_error: ", reference.size(), " reference runs for ", samples.size(), " samples");
   double worst = 0;
-  for (size_t index : samples) {
-    const NamedTensors inputs = source.sample(index);
-    const NamedTensors a = reference.run(inputs);
-    const NamedTensors b = other.run(inputs);
+  for (size_t s = 0; s < samples.size(); ++s) {
+    const NamedTensors& a = reference[s];
+    const NamedTensors b = other.run(source.sample(samples[s]));
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
       if (!is_float32(a[i].second) || !is_float32(b[i].second)) continue;
       if (a[i].second.shape() != b[i].second.shape()) fail("output '", a[i].first, "' changed shape");

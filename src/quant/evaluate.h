@@ -32,5 +32,9 @@ std::vector<OutputFidelity> output_fidelity(const Session& float_model, const Se
 // the worst output and sample. 0 when they agree exactly.
 double max_relative_error(const Session& reference, const Session& other, const CalibrationSource& source,
                           const std::vector<size_t>& samples);
+// The same against outputs `reference` computed earlier on `samples` (one entry per
+// sample, in order): what the quantizer uses once the reference graph was changed in place.
+double max_relative_error(const std::vector<NamedTensors>& reference, const Session& other,
+                          const CalibrationSource& source, const std::vector<size_t>& samples);
 
 }  // namespace octet::quant

@@ -84,10 +84,10 @@ std::map<std::string, GramObserver> observe_grams(const Session& session,
                                                   const std::function<void()>& sample_done);
 
 // GPTQ for every planned MatMul/Gemm weight that a single quantized node reads, with
-// the Gram matrices of their inputs observed on `float_graph` (the float model the plan's
-// graph was rewritten from: value names line up) over `samples`. Gram matrices of at most
+// the Gram matrices of their inputs observed by `float_session` (on the float model the
+// plan's graph is rewritten from: value names line up) over `samples`. Gram matrices of at most
 // `max_gram_bytes` together (float sums) are kept at a time; more take further passes.
-std::shared_ptr<const PreparedWeights> gptq_weights(std::shared_ptr<const Graph> float_graph, const QuantizePlan& plan,
+std::shared_ptr<const PreparedWeights> gptq_weights(const Session& float_session, const QuantizePlan& plan,
                                                     const CalibrationSource& source,
                                                     const std::vector<size_t>& samples, bool per_channel,
                                                     const std::function<void(size_t, size_t)>& progress,

@@ -64,7 +64,7 @@ std::map<std::string, GramObserver> observe_grams(const Session& session,
   return grams;
 }
 
-std::shared_ptr<const PreparedWeights> gptq_weights(std::shared_ptr<const Graph> float_graph, const QuantizePlan& plan,
+std::shared_ptr<const PreparedWeights> gptq_weights(const Session& session, const QuantizePlan& plan,
                                                     const CalibrationSource& source,
                                                     const std::vector<size_t>& samples, bool per_channel,
                                                     const std::function<void(size_t, size_t)>& progress,
@@ -87,7 +87,6 @@ std::shared_ptr<const PreparedWeights> gptq_weights(std::shared_ptr<const Graph>
   const size_t total = passes.size() * samples.size() + all.size();
   size_t done = 0;
   double err_nearest = 0, err_gptq = 0;
-  Session session(std::move(float_graph));
   for (const auto& pass : passes) {
     std::map<std::string, GramObserver> grams = observe_grams(session, pass, source, samples, [&] {
       if (progress) progress(++done, total);

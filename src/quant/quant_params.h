@@ -53,6 +53,9 @@ struct ChannelParams {
 ChannelParams weight_params_per_channel(const float* w, const std::vector<int64_t>& shape, int64_t axis,
                                         DType type = DType::Int8, bool symmetric = true,
                                         const std::string& name = "");
+// The symmetric int8 scale for values of largest magnitude `abs_max` (>= 0): abs_max / 127,
+// 1 for 0, never below the smallest normal float. What the rules above give a channel.
+float symmetric_int8_scale(double abs_max);
 // The same rule over the whole tensor (--per-tensor).
 QuantParams weight_params_per_tensor(const float* w, size_t n, DType type = DType::Int8, bool symmetric = true,
                                      const std::string& name = "");

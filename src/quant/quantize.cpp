@@ -1,7 +1,11 @@
 #include "quant/quantize.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "analysis/macs.h"
@@ -72,42 +76,94 @@ std::vector<size_t> first(const std::vector<size_t>& v, size_t n) {
   return std::vector<size_t>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size())));
 }
 
-Model load_clean(const std::filesystem::path& path) {
-  Model m = load_model(path);
-  clean_float_graph(*m.graph, path);
+// Wall and CPU seconds per stage on stderr when OCTET_QUANT_PHASES is set: where a
+// quantization's time goes, measurable on a shared machine (CPU seconds do not grow with
+// other processes' load the way wall time does).
+class PhaseClock {
+ public:
+  PhaseClock() : on_(std::getenv("OCTET_QUANT_PHASES") != nullptr) { reset(); }
+  void done(const char* phase) {
+    if (!on_) return;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    long pages = 0, resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+      std::fclose(f);
+    }
+    std::fprintf(stderr, "phase %-34s wall %7.2f s  cpu %7.2f s  RSS %6.0f MB, peak so far %6.0f MB\n", phase, wall,
+                 cpu() - cpu_, static_cast<double>(resident) * 4096.0 / 1048576.0, static_cast<double>(u.ru_maxrss) / 1024.0);
+    reset();
+  }
+
+ private:
+  static double cpu() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+  void reset() {
+    wall_ = std::chrono::steady_clock::now();
+    cpu_ = cpu();
+  }
+  bool on_;
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_ = 0;
+};
+
+// The float model is loaded once and its weights are never copied: sessions on it read
+// the graph's plain weights (no packed copy), SmoothQuant scales it in place, and each
+// quantized variant is a clone sharing its tensors, in which the rewrite replaces the
+// weights it quantizes. On SmolLM2-135M (626 MiB of weights) this took the static recipe
+// from 4.4 GB peak RSS (a load per variant, a packed copy per session) to about twice
+// the file.
+SessionOptions unpacked() {
+  SessionOptions o;
+  o.pack_weights = false;
+  return o;
+}
+
+Session float_session(const std::shared_ptr<Graph>& graph) {
+  return Session(std::shared_ptr<const Graph>(graph), unpacked());
+}
+
+// `meta`'s file-level fields (opsets aside, which live in the graph) around `graph`.
+Model with_graph(const Model& meta, std::unique_ptr<Graph> graph) {
+  Model m;
+  m.graph = std::move(graph);
+  m.ir_version = meta.ir_version;
+  m.producer_name = meta.producer_name;
+  m.producer_version = meta.producer_version;
+  m.domain = meta.domain;
+  m.doc_string = meta.doc_string;
+  m.model_version = meta.model_version;
+  m.metadata = meta.metadata;
+  m.preserved_proto = meta.preserved_proto;
+  m.source_path = meta.source_path;
+  m.declared = meta.declared;
   return m;
 }
 
-// The float model the quantizer rewrites: cleaned, then smoothed. Value and node names
-// depend only on the file and the decisions, so every load lines up with every other.
-Model load_prepared(const std::filesystem::path& path, const std::vector<SmoothingDecision>& smoothing) {
-  Model m = load_clean(path);
-  apply_smoothing(*m.graph, smoothing);
-  return m;
-}
-
-std::shared_ptr<const Graph> shared(Model&& m) { return std::shared_ptr<const Graph>(m.graph.release()); }
-
-ActivationTable calibrate_plan(std::shared_ptr<const Graph> float_graph, const QuantizePlan& plan,
+ActivationTable calibrate_plan(const std::shared_ptr<Graph>& float_graph, const QuantizePlan& plan,
                                const CalibrationSource& source, const std::vector<size_t>& samples,
                                const QuantizeOptions& o, const ProgressFn& progress, size_t* used = nullptr) {
   std::vector<std::string> names;
   for (const Value* v : plan.activations) names.push_back(v->name());
-  CalibrationResult calibration = calibrate(std::move(float_graph), names, source, samples, o, progress);
+  CalibrationResult calibration = calibrate(float_session(float_graph), names, source, samples, o, progress);
   if (used) *used = calibration.samples;
   return calibration.table();
 }
 
-// A quantized variant as octet runs it (optimized), built in memory from a fresh load:
-// what mixed precision and the without-smoothing comparison measure.
-std::shared_ptr<Graph> quantize_in_memory(const std::filesystem::path& path,
-                                          const std::vector<SmoothingDecision>& smoothing,
-                                          const QuantizeOptions& o, const ActivationTable& params,
-                                          const PreparedWeights* prepared = nullptr) {
-  Model m = load_prepared(path, smoothing);
-  write_quantized_graph(*m.graph, plan_quantization(*m.graph, o), params, o, prepared);
-  optimize(*m.graph);
-  return std::shared_ptr<Graph>(m.graph.release());
+// A quantized variant of the float graph as octet runs it (optimized), in memory: what
+// mixed precision and the without-smoothing comparison measure. The session owns it, so
+// it keeps the int8 weights once (packed). `prepared`: GPTQ-rounded weights, or null.
+Session quantized_session(const Graph& float_graph, const QuantizeOptions& o, const ActivationTable& params,
+                          const PreparedWeights* prepared = nullptr) {
+  std::shared_ptr<Graph> g = float_graph.clone();
+  write_quantized_graph(*g, plan_quantization(*g, o), params, o, prepared);
+  optimize(*g);
+  return Session(std::move(g));
 }
 
 std::string alpha_setting(const SmoothingRequest& r) {
@@ -125,17 +181,32 @@ ProgressFn stage_progress(const QuantizeJob& job, const std::string& label) {
 
 // Per-channel statistics of every weight layer's input and, when asked, the smoothing
 // decisions they lead to (none smoothed under --explain alone).
-std::vector<SmoothingDecision> decide(const QuantizeJob& job, Graph& graph, std::shared_ptr<const Graph> float_graph,
+std::vector<SmoothingDecision> decide(const QuantizeJob& job, const std::shared_ptr<Graph>& float_graph,
                                       const CalibrationSource& source, const std::vector<size_t>& samples,
-                                      std::map<std::string, LayerInputStats>& input_stats) {
+                                      std::map<std::string, LayerInputStats>& input_stats, PhaseClock& clock,
+                                      ActivationTable* plain_params) {
   constexpr size_t kKeptRows = 256;  // per activation, for the alpha search's error estimate
+  Graph& graph = *float_graph;
   const QuantizePlan plan = plan_quantization(graph, job.options);
   const std::vector<SmoothGroup> groups = find_smooth_groups(graph, plan);
-  const auto stats = observe_channels(std::move(float_graph), groups, source, samples, kKeptRows,
-                                      stage_progress(job, "channel statistics"));
+  std::map<std::string, ChannelStatsObserver> stats;
+  for (const SmoothGroup& g : groups) stats.emplace(g.activation, ChannelStatsObserver(g.activation, g.channels, kKeptRows));
+  const ValueObserver watch = [&](const Value& v, const Tensor& t) {
+    if (auto it = stats.find(v.name()); it != stats.end()) it->second.observe(t);
+  };
+  // One pass of the original float model: the channel statistics and, when the report
+  // compares against no smoothing, that job's calibration (the same model and samples).
+  std::vector<std::string> names;
+  if (plain_params)
+    for (const Value* v : plan.activations) names.push_back(v->name());
+  const CalibrationResult plain = calibrate(float_session(float_graph), names, source, samples, job.options,
+                                            stage_progress(job, "channel statistics"), watch);
+  if (plain_params) *plain_params = plain.table();
   SmoothingRequest request{std::nullopt, std::numeric_limits<double>::infinity()};
   if (job.smoothing) request = *job.smoothing;
+  clock.done("channel statistics");
   std::vector<SmoothingDecision> decisions = decide_smoothing(graph, groups, stats, request, job.options);
+  clock.done("smoothing search");
   for (SmoothingDecision& d : decisions) {
     if (!job.smoothing) d.reason = "SmoothQuant not requested";
     LayerInputStats s{d.act_min, d.act_max, d.outlier_ratio, std::nullopt, 1, 1};
@@ -160,10 +231,15 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   report.output = job.output.string();
   report.explain = job.explain;
   const auto progress = [&](const char* label) { return stage_progress(job, label); };
+  PhaseClock clock;
 
-  Model model = load_clean(job.model);  // rewritten in place, then written
+  // The one float load. Sessions on it read its weights in place; SmoothQuant changes it
+  // in place (it then computes the same, checked below); the quantized graph is a clone.
+  Model model = load_model(job.model);
+  clock.done("read");
+  clean_float_graph(*model.graph, job.model);
   for (const std::string& w : model.warnings) report.notes.push_back("warning: " + w);
-  const std::shared_ptr<const Graph> float_graph = shared(load_clean(job.model));
+  const std::shared_ptr<Graph> float_graph(model.graph.release());
   report.float_file_bytes = model_files(job.model).bytes;
   report.float_weight_bytes = weight_bytes(*float_graph);
 
@@ -182,51 +258,74 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     if (eval_idx.empty()) eval_idx = calib_idx;
   }
 
-  // SmoothQuant: decide on the original float model, apply to the graph being rewritten
-  // and to the float copy calibration runs on, and prove the copy still computes the same.
+  clock.done("clean");
+
+  // SmoothQuant: decide on the original float model. Before it is smoothed, measure the
+  // same job without smoothing (and without mixed precision) for the report, and keep the
+  // original's outputs on two samples to prove the smoothed model computes the same.
   std::vector<SmoothingDecision> smoothing;
   std::map<std::string, LayerInputStats> input_stats;
-  std::shared_ptr<const Graph> calib_graph = float_graph;
+  ActivationTable plain_params;  // the same job without smoothing, for the report
+  const bool compare_plain = job.smoothing && o.mode == Mode::Static;
   if (job.smoothing || job.explain)
-    smoothing = decide(job, *model.graph, float_graph, *source, calib_idx, input_stats);
+    smoothing = decide(job, float_graph, *source, calib_idx, input_stats, clock, compare_plain ? &plain_params : nullptr);
   if (job.smoothing) {
     SmoothingReport sr;
     sr.setting = alpha_setting(*job.smoothing);
     sr.min_outlier_ratio = job.smoothing->min_outlier_ratio;
-    const std::vector<SmoothFold> folds = apply_smoothing(*model.graph, smoothing);
+    const std::vector<size_t> check_idx = first(calib_idx, 2);
+    std::vector<NamedTensors> original;
+    {
+      const Session original_session = float_session(float_graph);
+      for (size_t i : check_idx) original.push_back(original_session.run(source->sample(i)));
+      // GPTQ too when the job uses it (on the unsmoothed inputs): only smoothing differs.
+      std::shared_ptr<const PreparedWeights> plain_prepared;
+      if (job.gptq) {
+        GptqSummary ignored;
+        plain_prepared = gptq_weights(original_session, plan_quantization(*float_graph, job.options), *source,
+                                      calib_idx, o.per_channel_weights, progress("GPTQ rounding without smoothing"),
+                                      ignored);
+      }
+      const Session plain = quantized_session(*float_graph, job.options, plain_params, plain_prepared.get());
+      sr.fidelity_without = output_fidelity(original_session, plain, *source, eval_idx);
+      clock.done("fidelity without smoothing");
+    }
+    const std::vector<SmoothFold> folds = apply_smoothing(*float_graph, smoothing);
     size_t fold = 0;
     for (const SmoothingDecision& d : smoothing)
       sr.groups.push_back({d.group.activation, d.group.consumers, d.outlier_ratio, d.smoothed, d.alpha, d.reason,
                            d.smoothed ? folds[fold++].where : "", d.error_plain, d.error_smoothed});
-    calib_graph = shared(load_prepared(job.model, smoothing));
-    sr.max_relative_error = max_relative_error(Session(float_graph), Session(calib_graph), *source, first(calib_idx, 2));
+    sr.max_relative_error = max_relative_error(original, float_session(float_graph), *source, check_idx);
     report.smoothing = std::move(sr);
+    clock.done("smoothing applied and checked");
   }
 
-  QuantizePlan plan = plan_quantization(*model.graph, o);
+  QuantizePlan plan = plan_quantization(*float_graph, o);
   ActivationTable params;
   if (o.mode == Mode::Static)
-    params = calibrate_plan(calib_graph, plan, *source, calib_idx, o, progress("calibrating"), &report.calibration_samples);
+    params = calibrate_plan(float_graph, plan, *source, calib_idx, o, progress("calibrating"), &report.calibration_samples);
+  clock.done("calibration");
 
   // GPTQ: weights rounded against their inputs' Gram matrices on the (smoothed) float model.
   std::shared_ptr<const PreparedWeights> prepared;
   if (source && job.gptq) {
     GptqSummary g;
-    prepared = gptq_weights(calib_graph, plan, *source, calib_idx, o.per_channel_weights, progress("GPTQ rounding"), g);
+    prepared = gptq_weights(float_session(float_graph), plan, *source, calib_idx, o.per_channel_weights,
+                            progress("GPTQ rounding"), g);
     report.gptq = GptqReport{g.layers, g.calibration_passes, g.error_nearest, g.error_gptq};
     for (const SkippedNode& s : g.skipped) report.notes.push_back("GPTQ: '" + s.node->name() + "' " + s.reason);
   }
 
   std::map<std::string, std::string> mixed_reasons;
   if (job.max_drop) {
-    const Session float_session(float_graph);
+    const Session reference = float_session(float_graph);
     std::vector<std::string> layers;
     for (const QuantizedNode& q : plan.nodes) layers.push_back(q.node->name());
     auto drop = [&](const std::set<std::string>& float_layers) {
       QuantizeOptions variant = o;
       variant.exclude.insert(float_layers.begin(), float_layers.end());
-      const Session s(quantize_in_memory(job.model, smoothing, variant, params, prepared.get()));
-      return metric_drop(output_fidelity(float_session, s, *source, eval_idx), job.metric);
+      const Session s = quantized_session(*float_graph, variant, params, prepared.get());
+      return metric_drop(output_fidelity(reference, s, *source, eval_idx), job.metric);
     };
     const MixedPrecisionResult mp = search_mixed_precision(layers, drop, *job.max_drop, progress("mixed precision"));
     MixedPrecisionReport mr{metric_name(job.metric), *job.max_drop, mp.drop_all_int8, mp.final_drop, mp.met, mp.evaluations, {}};
@@ -236,72 +335,69 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
       o.exclude.insert(l.node);
     }
     report.mixed_precision = std::move(mr);
-    plan = plan_quantization(*model.graph, o);
+    plan = plan_quantization(*float_graph, o);
   }
   for (const SkippedNode& s : plan.skipped) {
     auto why = mixed_reasons.find(s.node->name());
     report.skipped.push_back({s.node->name(), s.node->op_type(), why != mixed_reasons.end() ? why->second : s.reason});
   }
-  RewriteResult rewrite = write_quantized_graph(*model.graph, plan, params, o, prepared.get());
+
+  // Without samples nothing reads the float graph again: rewrite it in place, so each
+  // float weight is freed as its int8 copy replaces it. Otherwise rewrite a clone (the plan
+  // names nodes, which the clone has under the same names).
+  std::shared_ptr<Graph> quantized = source ? std::shared_ptr<Graph>(float_graph->clone()) : float_graph;
+  if (source) plan = plan_quantization(*quantized, o);
+  RewriteResult rewrite = write_quantized_graph(*quantized, plan, params, o, prepared.get());
   for (const SkippedNode& s : rewrite.skipped) report.skipped.push_back({s.node->name(), s.node->op_type(), s.reason});
 
-  std::vector<std::string> problems = check_target_profile(*model.graph, o.target);
+  std::vector<std::string> problems = check_target_profile(*quantized, o.target);
   if (!problems.empty()) {
     std::string all;
     for (const std::string& p : problems) all += "\n  " + p;
     fail("the quantized graph breaks the ", target_name(o.target), " profile, nothing written:", all);
   }
-  const Bindings bindings = coverage_bindings(job, *model.graph, source ? &*source : nullptr);
+  const Bindings bindings = coverage_bindings(job, *quantized, source ? &*source : nullptr);
   report.bindings = bindings_text(bindings);
-  report.coverage = int8_coverage(*model.graph, bindings);
-  report.quantized_weight_bytes = weight_bytes(*model.graph);
+  report.coverage = int8_coverage(*quantized, bindings);
+  report.quantized_weight_bytes = weight_bytes(*quantized);
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const RewrittenLayer& l : rewrite.layers) {
     pairs.emplace_back(l.float_output, l.quantized_output->name());
     LayerReport lr{l.node, l.op, kind_name(l.kind), l.float_output, std::nullopt, std::nullopt, std::nullopt};
-    if (const Node* n = model.graph->find_value(l.quantized_output->name())->producer())
+    if (const Node* n = quantized->find_value(l.quantized_output->name())->producer())
       if (auto macs = node_macs(*n)) lr.macs = evaluate_macs(*macs, bindings);
     if (auto it = input_stats.find(l.node); it != input_stats.end()) lr.input = it->second;
     report.layers.push_back(lr);
   }
 
-  for (const std::string& w : save_model(model, job.output, job.save)) report.notes.push_back(w);
+  // The clone for the save is structure only: it shares the quantized graph's tensors.
+  for (const std::string& w : save_model(with_graph(model, quantized->clone()), job.output, job.save))
+    report.notes.push_back(w);
   report.quantized_file_bytes = model_files(job.output).bytes;
+  clock.done("rewrite and save");
 
   if (source) {
     // Layer SQNR on the graph as written (Q/DQ computed as float: the int8 kernels agree
     // with it to float rounding) against the float graph it was rewritten from (smoothed
     // when asked: the names line up); fidelity on the file as octet will run it, against
-    // the original float model.
-    std::shared_ptr<const Graph> quantized(std::move(model.graph));
-    Session float_session(float_graph), rewritten_from(calib_graph), fake_quant(quantized);
-    const auto sqnr = layer_sqnr(rewritten_from, fake_quant, pairs, *source, first(calib_idx, job.sqnr_samples));
-    for (LayerReport& l : report.layers)
-      if (auto it = sqnr.find(l.output); it != sqnr.end()) l.sqnr_db = it->second;
+    // the float model (the smoothed one computes the original's outputs, to the max
+    // relative error the smoothing report shows).
+    const Session reference = float_session(float_graph);
+    {
+      const Session fake_quant(std::shared_ptr<const Graph>(std::move(quantized)));
+      const auto sqnr = layer_sqnr(reference, fake_quant, pairs, *source, first(calib_idx, job.sqnr_samples));
+      for (LayerReport& l : report.layers)
+        if (auto it = sqnr.find(l.output); it != sqnr.end()) l.sqnr_db = it->second;
+    }
+    clock.done("layer SQNR");
     Model written = load_model(job.output);
     optimize(*written.graph);
-    Session runtime(std::shared_ptr<Graph>(std::move(written.graph)));
-    report.fidelity = output_fidelity(float_session, runtime, *source, eval_idx);
+    const Session runtime(std::shared_ptr<Graph>(std::move(written.graph)));
+    report.fidelity = output_fidelity(reference, runtime, *source, eval_idx);
     report.eval_samples = eval_idx.size();
+    clock.done("fidelity");
     if (report.eval_in_sample)
       report.notes.push_back("fewer than 5 samples: fidelity is measured on the calibration samples themselves");
-    if (report.smoothing) {
-      // The same job without smoothing (and without mixed precision), for comparison.
-      Model plain_model = load_clean(job.model);
-      const QuantizePlan plain_plan = plan_quantization(*plain_model.graph, job.options);
-      ActivationTable plain_params;
-      if (o.mode == Mode::Static)
-        plain_params = calibrate_plan(float_graph, plain_plan, *source, calib_idx, job.options, progress("calibrating without smoothing"));
-      // GPTQ too when the job uses it, on the unsmoothed inputs: only smoothing differs.
-      std::shared_ptr<const PreparedWeights> plain_prepared;
-      if (job.gptq) {
-        GptqSummary ignored;
-        plain_prepared = gptq_weights(float_graph, plain_plan, *source, calib_idx, o.per_channel_weights,
-                                      progress("GPTQ rounding without smoothing"), ignored);
-      }
-      const Session plain(quantize_in_memory(job.model, {}, job.options, plain_params, plain_prepared.get()));
-      report.smoothing->fidelity_without = output_fidelity(float_session, plain, *source, eval_idx);
-    }
   } else {
     report.notes.push_back("no samples given: pass --calib PATH to measure layer SQNR and output fidelity");
   }

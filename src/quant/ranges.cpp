@@ -238,4 +238,25 @@ Range mse_range(const HistogramObserver& h, int quant_levels, bool symmetric) {
   return clamp_range(h, los[bl].value, his[bh].value);
 }
 
+Range keep_outlier_channels(Range r, const std::vector<float>& channel_min, const std::vector<float>& channel_max,
+                            double ratio) {
+  if (channel_min.size() != channel_max.size())
+    fail("keep_outlier_channels: ", channel_min.size(), " channel minima but ", channel_max.size(), " maxima");
+  std::vector<float> abs_max;
+  for (size_t j = 0; j < channel_min.size(); ++j)
+    if (channel_min[j] <= channel_max[j]) abs_max.push_back(std::max(std::fabs(channel_min[j]), std::fabs(channel_max[j])));
+  if (abs_max.size() < 2) return r;
+  std::vector<float> sorted(abs_max);
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const double threshold = ratio * sorted[sorted.size() / 2];
+  for (size_t j = 0; j < channel_min.size(); ++j) {
+    if (channel_min[j] > channel_max[j]) continue;
+    const double a = std::max(std::fabs(channel_min[j]), std::fabs(channel_max[j]));
+    if (a == 0 || a < threshold) continue;
+    r.lo = std::min(r.lo, channel_min[j]);
+    r.hi = std::max(r.hi, channel_max[j]);
+  }
+  return r;
+}
+
 }  // namespace octet::quant

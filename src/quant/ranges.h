@@ -9,6 +9,8 @@
 // the lowest and highest occupied bins are cut to the exact [min, max].
 #pragma once
 
+#include <vector>
+
 #include "quant/observers.h"
 
 namespace octet::quant {
@@ -45,5 +47,15 @@ Range entropy_range(const HistogramObserver& observer, int quant_levels = 256);
 // Bounds are searched on bin edges (lo <= 0 <= hi, unless the data lies on one side of 0),
 // on a coarse stride and then refined around the best pair.
 Range mse_range(const HistogramObserver& observer, int quant_levels = 256, bool symmetric = false);
+
+// A clipping method's range widened to cover every outlier channel whole: channel j (of the
+// tensor's last axis, whose per-channel [min, max] the caller observed) is an outlier when
+// its max |x| is at least `ratio` times the median channel's. Decoder LLMs carry a few such
+// channels on every token (10-1000x the rest) and depend on them: percentile and entropy
+// count them as a sliver of the histogram and clip them, which wrecks the model, while
+// sporadic large values elsewhere may still be clipped. Never narrows `r`; returns it
+// unchanged without channels or with none that stands out.
+Range keep_outlier_channels(Range r, const std::vector<float>& channel_min, const std::vector<float>& channel_max,
+                            double ratio = 4);
 
 }  // namespace octet::quant

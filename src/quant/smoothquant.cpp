@@ -6,21 +6,11 @@
 #include <limits>
 #include <set>
 
-#include <oneapi/dnnl/dnnl.h>
-
 #include "quant/quant_params.h"
+#include "quant/smooth_search.h"
 #include "runtime/session.h"
 
 namespace octet::quant {
-namespace {
-
-// A group weight as [K, N] whatever its stored layout (Gemm transB=1 stores [N, K]).
-struct WeightView {
-  const float* data = nullptr;
-  int64_t k = 0, n = 0;
-  bool transposed = false;
-  float at(int64_t row, int64_t col) const { return transposed ? data[col * k + row] : data[row * n + col]; }
-};
 
 WeightView weight_view(const Graph& graph, const std::string& node_name) {
   const Node* node = nullptr;
@@ -39,30 +29,6 @@ WeightView weight_view(const Graph& graph, const std::string& node_name) {
   w.n = transposed ? t.shape()[0] : t.shape()[1];
   return w;
 }
-
-// [rows, K] x [K, N], row-major, through oneDNN's threaded sgemm. `auto` evaluates 12
-// products per smoothed activation; as a scalar loop that took minutes on a 135M LLM.
-std::vector<float> multiply_rows(const std::vector<float>& a, const std::vector<float>& b, int64_t rows, int64_t k,
-                                 int64_t n) {
-  std::vector<float> c(static_cast<size_t>(rows * n));
-  if (dnnl_sgemm('N', 'N', rows, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n) != dnnl_success)
-    fail("smoothing: oneDNN sgemm failed on a [", rows, ", ", k, "] x [", k, ", ", n, "] product");
-  return c;
-}
-
-// The integer grid an activation of `params` lives on, as a float round trip.
-float fake_quant(float v, const QuantParams& p, int qmin, int qmax) {
-  const float q = std::nearbyint(v / p.scale) + static_cast<float>(p.zero_point);
-  return (std::clamp(q, static_cast<float>(qmin), static_cast<float>(qmax)) - static_cast<float>(p.zero_point)) * p.scale;
-}
-
-bool finite_row(const float* row, int64_t k) {
-  for (int64_t j = 0; j < k; ++j)
-    if (!std::isfinite(row[j])) return false;
-  return true;
-}
-
-}  // namespace
 
 std::vector<SmoothGroup> find_smooth_groups(const Graph& graph, const QuantizePlan& plan) {
   std::vector<SmoothGroup> groups;
@@ -86,9 +52,7 @@ std::vector<SmoothGroup> find_smooth_groups(const Graph& graph, const QuantizePl
   return groups;
 }
 
-namespace {
-
-std::map<std::string, ChannelStatsObserver> observe_with(const Session& session, const std::vector<SmoothGroup>& groups,
+std::map<std::string, ChannelStatsObserver> observe_channels(const Session& session, const std::vector<SmoothGroup>& groups,
                                                          const CalibrationSource& source,
                                                          const std::vector<size_t>& samples, size_t keep_rows,
                                                          const ProgressFn& progress) {
@@ -104,14 +68,12 @@ std::map<std::string, ChannelStatsObserver> observe_with(const Session& session,
   return stats;
 }
 
-}  // namespace
-
 std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<const Graph> graph,
                                                              const std::vector<SmoothGroup>& groups,
                                                              const CalibrationSource& source,
                                                              const std::vector<size_t>& samples, size_t keep_rows,
                                                              const ProgressFn& progress) {
-  return observe_with(Session(std::move(graph)), groups, source, samples, keep_rows, progress);
+  return observe_channels(Session(std::move(graph)), groups, source, samples, keep_rows, progress);
 }
 
 std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<Graph> graph,
@@ -119,7 +81,7 @@ std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<Gra
                                                              const CalibrationSource& source,
                                                              const std::vector<size_t>& samples, size_t keep_rows,
                                                              const ProgressFn& progress) {
-  return observe_with(Session(std::move(graph)), groups, source, samples, keep_rows, progress);
+  return observe_channels(Session(std::move(graph)), groups, source, samples, keep_rows, progress);
 }
 
 std::vector<float> smoothing_scales(const std::vector<float>& act_abs_max, const std::vector<float>& weight_abs_max,
@@ -148,59 +110,7 @@ std::vector<float> weight_abs_max(const Graph& graph, const SmoothGroup& group) 
 
 double smoothing_error(const Graph& graph, const SmoothGroup& group, const ChannelStatsObserver& stats,
                        const std::vector<float>& scale, const QuantizeOptions& options) {
-  const int64_t k = group.channels;
-  const std::vector<float> s = scale.empty() ? std::vector<float>(static_cast<size_t>(k), 1.0f) : scale;
-  // X / s over all samples lies in [min_j min_j / s_j, max_j max_j / s_j] (s > 0).
-  Range range{std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
-  for (int64_t j = 0; j < k; ++j) {
-    const size_t u = static_cast<size_t>(j);
-    if (stats.min()[u] > stats.max()[u]) continue;
-    range.lo = std::min(range.lo, stats.min()[u] / s[u]);
-    range.hi = std::max(range.hi, stats.max()[u] / s[u]);
-  }
-  if (range.lo > range.hi) return 0;
-  const QuantParams ap = activation_params(range, options.activation_type);
-  const int amin = ap.dtype == DType::UInt8 ? 0 : -127, amax = ap.dtype == DType::UInt8 ? 255 : 127;
-
-  // Kept rows of X, and of X / s fake-quantized, each as one row-major [rows, K] matrix.
-  std::vector<float> x, xq;
-  for (size_t r = 0; r < stats.rows(); ++r) {
-    const float* row = stats.sample_rows().data() + r * static_cast<size_t>(k);
-    if (!finite_row(row, k)) continue;
-    x.insert(x.end(), row, row + k);
-    for (int64_t j = 0; j < k; ++j) xq.push_back(fake_quant(row[j] / s[static_cast<size_t>(j)], ap, amin, amax));
-  }
-  const int64_t rows = static_cast<int64_t>(x.size()) / std::max<int64_t>(k, 1);
-  if (rows == 0) return 0;
-  double error = 0;
-  for (const std::string& name : group.consumers) {
-    const WeightView w = weight_view(graph, name);
-    std::vector<float> plain(static_cast<size_t>(k * w.n)), ws(plain.size());  // W and s * W as [K, N]
-    for (int64_t j = 0; j < k; ++j)
-      for (int64_t c = 0; c < w.n; ++c) {
-        const size_t i = static_cast<size_t>(j * w.n + c);
-        plain[i] = w.at(j, c);
-        ws[i] = s[static_cast<size_t>(j)] * plain[i];
-      }
-    std::vector<float> wq(ws.size());
-    if (options.per_channel_weights) {
-      const ChannelParams p = weight_params_per_channel(ws.data(), {k, w.n}, 1, DType::Int8, true, name);
-      for (size_t i = 0; i < ws.size(); ++i) {
-        const float sc = p.scales[i % static_cast<size_t>(w.n)];
-        wq[i] = std::clamp(std::nearbyint(ws[i] / sc), -127.0f, 127.0f) * sc;
-      }
-    } else {
-      const QuantParams p = weight_params_per_tensor(ws.data(), ws.size(), DType::Int8, true, name);
-      for (size_t i = 0; i < ws.size(); ++i) wq[i] = std::clamp(std::nearbyint(ws[i] / p.scale), -127.0f, 127.0f) * p.scale;
-    }
-    const std::vector<float> exact = multiply_rows(x, plain, rows, k, w.n);
-    const std::vector<float> approx = multiply_rows(xq, wq, rows, k, w.n);
-    for (size_t i = 0; i < exact.size(); ++i) {
-      const double d = static_cast<double>(approx[i]) - exact[i];
-      error += d * d;
-    }
-  }
-  return error;
+  return SmoothingSearch(graph, group, stats, options).error(scale);
 }
 
 std::optional<SmoothingRequest> parse_smoothing(const std::string& setting, Mode mode, double min_outlier_ratio,
@@ -232,8 +142,9 @@ std::vector<SmoothingDecision> decide_smoothing(const Graph& graph, const std::v
     d.act_min = *std::min_element(st.min().begin(), st.min().end());
     d.act_max = *std::max_element(st.max().begin(), st.max().end());
     d.outlier_ratio = outlier_ratio(act);
+    const SmoothingSearch search(graph, g, st, options);
     const bool have_rows = st.rows() > 0;
-    if (have_rows) d.error_plain = smoothing_error(graph, g, st, {}, options);
+    if (have_rows) d.error_plain = search.error({});
     if (d.outlier_ratio < request.min_outlier_ratio) {
       d.reason = "outlier ratio below " + std::to_string(request.min_outlier_ratio);
       out.push_back(std::move(d));
@@ -245,14 +156,14 @@ std::vector<SmoothingDecision> decide_smoothing(const Graph& graph, const std::v
       d.alpha = *request.alpha;
       d.scale = smoothing_scales(act, wmax, d.alpha);
       d.reason = "fixed alpha";
-      if (have_rows) d.error_smoothed = smoothing_error(graph, g, st, d.scale, options);
+      if (have_rows) d.error_smoothed = search.error(d.scale);
     } else {
       if (!have_rows) fail("smoothing: --smoothquant auto needs kept rows for '", g.activation, "'");
       double best = *d.error_plain;
       for (int step = 0; step <= 10; ++step) {
         const double alpha = step / 10.0;
         std::vector<float> s = smoothing_scales(act, wmax, alpha);
-        const double e = smoothing_error(graph, g, st, s, options);
+        const double e = search.error(s);
         if (e < best) best = e, d.smoothed = true, d.alpha = alpha, d.scale = std::move(s);
       }
       d.reason = d.smoothed ? "auto: least error on the grid 0.0..1.0" : "auto: no alpha beat leaving it unsmoothed";

@@ -28,6 +28,16 @@ struct SmoothGroup {
   int64_t channels = 0;                // K
 };
 
+// A group weight as [K, N] whatever its stored layout (Gemm transB=1 stores [N, K]); the
+// data stays the graph's. Throws when `node_name` has no constant 2-D float weight.
+struct WeightView {
+  const float* data = nullptr;
+  int64_t k = 0, n = 0;
+  bool transposed = false;
+  float at(int64_t row, int64_t col) const { return transposed ? data[col * k + row] : data[row * n + col]; }
+};
+WeightView weight_view(const Graph& graph, const std::string& node_name);
+
 // Groups of the plan's MatMul/Gemm weight nodes (Conv is not smoothed), in graph order.
 std::vector<SmoothGroup> find_smooth_groups(const Graph& graph, const QuantizePlan& plan);
 
@@ -41,6 +51,13 @@ std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<con
 // The same on a graph handed over: the session may then drop the float weights it keeps
 // packed (SessionOptions::release_packed_weights), so the pass costs one copy of them.
 std::map<std::string, ChannelStatsObserver> observe_channels(std::shared_ptr<Graph> graph,
+                                                             const std::vector<SmoothGroup>& groups,
+                                                             const CalibrationSource& source,
+                                                             const std::vector<size_t>& samples, size_t keep_rows,
+                                                             const ProgressFn& progress = {});
+
+// The same on a session the caller built.
+std::map<std::string, ChannelStatsObserver> observe_channels(const Session& session,
                                                              const std::vector<SmoothGroup>& groups,
                                                              const CalibrationSource& source,
                                                              const std::vector<size_t>& samples, size_t keep_rows,

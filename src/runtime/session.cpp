@@ -129,6 +129,7 @@ void Session::select_kernels() {
   check_static_sizes(*graph_);
 
   std::map<int, size_t> last_reader;
+  const WeightPackingScope packing(options_.pack_weights);
   for (const Node* n : graph_->nodes()) {
     Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}};
     // A reference kernel may build per-node state too (If keeps its branch sessions).

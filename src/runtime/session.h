@@ -71,6 +71,10 @@ struct SessionOptions {
   // own (oneDNN's blocked weights under AVX-512), when the session solely owns a mutable
   // graph. The graph then cannot be exported; graph() still shows every Value and type.
   bool release_packed_weights = true;
+  // Let float MatMul/Gemm kernels keep their weight packed in oneDNN's layout (a copy made
+  // at creation). false: they read the graph's plain weight, a little slower, and the
+  // session adds no copy of the weights (what the quantizer's float passes want).
+  bool pack_weights = true;
 };
 
 class Session {

@@ -185,6 +185,36 @@ TEST(CpuQuantOnnx, QuantizeAndDequantizeLinearPerTensor) {
         "[1] zero point");
 }
 
+// Per-axis DequantizeLinear (weights per output channel): every axis of rank 1-3 shapes,
+// the last axis (one scale per element of a row) and inner rows, with and without zero
+// points, one and two threads; bit for bit against the reference.
+TEST(CpuQuantOnnx, DequantizeLinearPerAxis) {
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t axis;
+  };
+  const std::vector<Case> cases = {{{5}, 0},        {{3, 7}, 0},      {{3, 7}, 1},      {{3, 7}, -1},
+                                   {{64, 129}, 1},  {{129, 64}, 0},   {{2, 5, 3}, 1},   {{2, 5, 3}, 2},
+                                   {{2, 5, 3}, 0},  {{300, 257}, 1}};
+  int seed = 0;
+  for (const Case& c : cases)
+    for (DType t : {DType::UInt8, DType::Int8})
+      for (bool with_zp : {true, false}) {
+        const int64_t axis = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
+        const int64_t channels = c.shape[static_cast<size_t>(axis)];
+        Tensor scale(DType::Float32, {channels});
+        for (int64_t i = 0; i < channels; ++i) scale.mutable_data<float>()[i] = 0.01f + 0.37f * static_cast<float>(i % 11);
+        std::vector<std::optional<Operand>> d = {Operand{rand_bytes(t, c.shape, static_cast<uint64_t>(++seed))},
+                                                 Operand{scale, true}};
+        if (with_zp) d.push_back(Operand{vector_of(t, channels, 5), true});
+        std::ostringstream what;
+        what << "DequantizeLinear per axis " << c.axis << " of " << c.shape.size() << "-D [" << c.shape.back() << "] "
+             << dtype_name(t) << (with_zp ? " zp" : "");
+        for (int threads : {1, 2})
+          check("DequantizeLinear", d, what.str(), {Attribute::make_int("axis", c.axis)}, threads);
+      }
+}
+
 TEST(CpuQuantOnnx, DynamicQuantizeLinear) {
   for (int64_t n : {int64_t{1}, int64_t{31}, int64_t{4096}, int64_t{50001}}) {
     Tensor x = testing::mm::rand({n}, static_cast<uint64_t>(n));

@@ -281,5 +281,50 @@ TEST(ObserverRanges, MseKeepsAUniformRangeAndEntropyKeepsOneSidedLoAtMin) {
   expect_error([&] { entropy_range(h, 2); }, "quant_levels must be in [4, 65536]");
 }
 
+TEST(ObserverRanges, OutlierChannelsAreNeverClipped) {
+  // Channels 0-5 reach |x| = 1, channel 6 reaches 10 on the high side, channel 7 -20 on
+  // the low side: median channel max |x| = 1, so with ratio 4 channels 6 and 7 are outliers.
+  const std::vector<float> lo{-1, -1, -0.5f, -1, -0.2f, -1, -0.5f, -20}, hi{1, 0.5f, 1, 1, 1, 1, 10, 0.3f};
+  Range r = keep_outlier_channels({-2, 2}, lo, hi);
+  EXPECT_EQ(r.lo, -20.0f);
+  EXPECT_EQ(r.hi, 10.0f);
+  // Never narrows; a channel just under the ratio (3.9 x the median) is not an outlier.
+  r = keep_outlier_channels({-30, 30}, lo, hi);
+  EXPECT_EQ(r.lo, -30.0f);
+  EXPECT_EQ(r.hi, 30.0f);
+  std::vector<float> lo2(lo), hi2(hi);
+  lo2[7] = -3.9f;
+  hi2[6] = 0.3f;
+  r = keep_outlier_channels({-2, 2}, lo2, hi2);
+  EXPECT_EQ(r.lo, -2.0f);
+  EXPECT_EQ(r.hi, 2.0f);
+  // Unobserved channels (min > max) are ignored; fewer than two channels change nothing.
+  lo2 = lo, hi2 = hi;
+  lo2[0] = 1, hi2[0] = -1;
+  r = keep_outlier_channels({-2, 2}, lo2, hi2);
+  EXPECT_EQ(r.lo, -20.0f);
+  r = keep_outlier_channels({-2, 2}, {-50}, {50});
+  EXPECT_EQ(r.hi, 2.0f);
+  expect_error([&] { keep_outlier_channels({0, 1}, {0, 0}, {1}); }, "2 channel minima but 1 maxima");
+
+  // The case it is for: one channel 40x the rest on every row is 1/128 of the values, so
+  // the 99th percentile clips it; widened, the range covers it again (entropy, which
+  // happens to keep it here, is left as it was).
+  std::vector<float> x = gaussian(128 * 2048, 13);
+  std::vector<float> cmin(128, 1e30f), cmax(128, -1e30f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i % 128 == 5) x[i] = 40 + x[i];
+    cmin[i % 128] = std::min(cmin[i % 128], x[i]);
+    cmax[i % 128] = std::max(cmax[i % 128], x[i]);
+  }
+  const HistogramObserver h = histogram_of(x);
+  EXPECT_LT(percentile_range(h, 99).hi, 30.0f);
+  for (Range clipped : {entropy_range(h), percentile_range(h, 99)}) {
+    const Range kept = keep_outlier_channels(clipped, cmin, cmax);
+    EXPECT_EQ(kept.hi, h.max());
+    EXPECT_EQ(kept.lo, clipped.lo);  // the low side has no outlier channel
+  }
+}
+
 }  // namespace
 }  // namespace octet::quant

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -255,6 +256,32 @@ TEST(SessionReleaseWeights, MatMulUnderAvx2KeepsTheGraphWeights) {
     Session s(build(kind), options(true));
     EXPECT_EQ(s.released_weights(), 0) << kind;
     EXPECT_NE(s.graph().value("w")->constant(), nullptr) << kind;
+  }
+}
+
+// SessionOptions::pack_weights = false (the quantizer's float passes): MatMul and Gemm read
+// the graph's plain weight, so nothing is packed or released, and they compute what the
+// reference kernels compute. The setting holds for that session's creation only.
+TEST(SessionReleaseWeights, PackWeightsOffReadsTheGraphsWeights) {
+  for (const std::string kind : {"MatMul", "Gemm"}) {
+    SCOPED_TRACE(kind);
+    SessionOptions o = options(true);
+    o.pack_weights = false;
+    Session plain(build(kind), o);
+    Session reference(build(kind), options(false, KernelChoice::Reference));
+    EXPECT_EQ(plain.released_weights(), 0);
+    EXPECT_NE(plain.graph().value("w")->constant(), nullptr);
+    EXPECT_EQ(plain.optimized_nodes(), 1);  // still oneDNN, on the plain layout
+    for (int64_t rows : {1, 7, 128}) {
+      const NamedTensors got = plain.run(feeds(kind, rows, rows)), want = reference.run(feeds(kind, rows, rows));
+      const std::vector<float> g = got[0].second.to_float_vector(), w = want[0].second.to_float_vector();
+      ASSERT_EQ(g.size(), w.size());
+      for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-4f * (1 + std::fabs(w[i]))) << rows << " " << i;
+    }
+    EXPECT_TRUE(weight_packing_enabled());  // restored after the session was built
+    if (dnnl_cpu::engine_isa() == IsaLevel::Avx512) {
+      EXPECT_TRUE(kernel_owns_weight(*build(kind)));
+    }
   }
 }
 

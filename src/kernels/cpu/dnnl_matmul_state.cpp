@@ -32,6 +32,7 @@ MatMulState::MatMulState(const Node& node, MatMulSpec spec) : spec_(spec) {
   const Value* b = node.input(1);
   const Tensor* t = b && b->constant() && !b->is_graph_input() ? b->constant().get() : nullptr;
   if (!t || t->dtype() != DType::Float32 || t->rank() != 2 || t->numel() == 0) return;
+  if (!weight_packing_enabled()) return;  // runs read the graph's plain B
   const int64_t k = spec_.trans_b ? t->shape()[1] : t->shape()[0];
   const int64_t n = spec_.trans_b ? t->shape()[0] : t->shape()[1];
   dnnl::primitive_attr attr;

@@ -43,11 +43,32 @@ TEST(CpuCast, SmallIntegersAndBoolToFloatAreBitIdentical) {
     }
 }
 
+TEST(CpuCast, WideIntegersToFloatRoundAsTheReference) {
+  // Through double, as the reference: exact below 2^53, then one rounding to float (and
+  // 2^53 + 1 is where a direct int64 -> float conversion could round differently).
+  const int64_t big = (int64_t{1} << 53) + 1;
+  const std::vector<int64_t> i64 = {0, -1, 16777217, -16777219, big, -big, INT64_MAX, INT64_MIN, 123456789012345};
+  const std::vector<int32_t> i32 = {0, -1, 16777217, -16777219, INT32_MAX, INT32_MIN, 7};
+  const std::vector<uint32_t> u32 = {0, 1, 16777217, UINT32_MAX, 4000000001u};
+  std::vector<CpuCall> calls = {cast_to(1, Tensor::from_vector<int64_t>({static_cast<int64_t>(i64.size())}, i64)),
+                                cast_to(1, Tensor::from_vector<int32_t>({static_cast<int64_t>(i32.size())}, i32)),
+                                cast_to(1, Tensor::from_vector<uint32_t>({static_cast<int64_t>(u32.size())}, u32))};
+  std::vector<int64_t> mask(1 * 128 * 384);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = static_cast<int64_t>(i % 3 == 0);
+  calls.push_back(cast_to(1, Tensor::from_vector<int64_t>({1, 128, 384}, mask)));  // multi-chunk, threads
+  for (const CpuCall& call : calls) {
+    int optimized = -1;
+    expect_matches_reference(call, kExact, dtype_name(call.inputs[0]->dtype()));
+    run_call(call, KernelChoice::Optimized, &optimized);
+    EXPECT_EQ(optimized, 1);
+  }
+}
+
 TEST(CpuCast, OtherTypePairsGoToTheReference) {
   int optimized = -1;
-  // int32 -> float32 rounds; float32 -> int8 truncates and saturates: the reference's rules,
-  // so the kernel declines these nodes at session creation.
-  const CpuCall wide = cast_to(1, Tensor::from_vector<int32_t>({3}, {16777217, -5, 7}));
+  // float32 -> int8 truncates and saturates, float64 -> float32 is not taken: the
+  // reference's rules, so the kernel declines these nodes at session creation.
+  const CpuCall wide = cast_to(1, Tensor::from_vector<double>({2}, {16777217.0, -5.0}));
   EXPECT_EQ(run_call(wide, KernelChoice::Optimized, &optimized)[0].data<float>()[0], 16777216.0f);
   EXPECT_EQ(optimized, 0);
   const CpuCall narrow = cast_to(3 /* INT8 */, Tensor::from_vector<float>({3}, {1.5f, -3.0f, 2.0f}));

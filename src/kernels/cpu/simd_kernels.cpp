@@ -7,6 +7,7 @@ void register_cpu_simd_kernels(KernelRegistry& r) {
   register_cpu_activation(r);
   register_cpu_binary(r);
   register_cpu_cast(r);
+  register_cpu_reduce(r);
 }
 
 void run_reference(KernelContext& ctx) {

@@ -43,6 +43,15 @@ std::vector<double> gram(const std::vector<float>& x, int64_t rows, int64_t k) {
   return o.matrix();
 }
 
+// Weights of a trained layer's typical size, N(0, 0.05).
+std::vector<float> small_weights(int64_t count, unsigned seed) {
+  std::vector<float> w(static_cast<size_t>(count));
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> g(0.0f, 0.05f);
+  for (float& v : w) v = g(gen);
+  return w;
+}
+
 std::vector<float> column_scales(const std::vector<float>& w, int64_t k, int64_t n) {
   std::vector<float> s(static_cast<size_t>(n), 0.0f);
   for (int64_t r = 0; r < k; ++r)
@@ -171,10 +180,7 @@ TEST(Gptq, BlockedMatchesPlainAcrossBlocks) {
   std::vector<double> hp(k * k);
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < k; ++j) hp[i * k + j] = h[perm[i] * k + perm[j]];
-  std::vector<float> w(k * n);
-  std::mt19937 gen(7);
-  std::normal_distribution<float> g(0.0f, 0.05f);
-  for (float& v : w) v = g(gen);
+  const std::vector<float> w = small_weights(k * n, 7);
   const std::vector<float> s = column_scales(w, k, n);
   const std::vector<int8_t> blocked = gptq_round(w.data(), k, n, s, hp);
   const std::vector<int8_t> plain = plain_gptq(std::vector<double>(w.begin(), w.end()), k, n, s, hp, 0.01);
@@ -193,10 +199,7 @@ TEST(Gptq, BlockedMatchesPlainAcrossBlocks) {
 TEST(Gptq, LowersTheOutputErrorOfNearestRounding) {
   const int64_t k = 160, n = 24, rows = 400;
   const std::vector<double> h = gram(correlated_rows(rows, k, 9), rows, k);
-  std::vector<float> w(k * n);
-  std::mt19937 gen(11);
-  std::normal_distribution<float> g(0.0f, 0.05f);
-  for (float& v : w) v = g(gen);
+  const std::vector<float> w = small_weights(k * n, 11);
   const std::vector<float> s = column_scales(w, k, n);
   const std::vector<int8_t> q = gptq_round(w.data(), k, n, s, h);
   for (int8_t v : q) ASSERT_GE(v, -127);
@@ -214,10 +217,7 @@ TEST(Gptq, LowersTheOutputErrorOfNearestRounding) {
 TEST(Gptq, BlockedInt4KeepsTheGridAndLowersTheOutputError) {
   const int64_t k = 96, n = 10, rows = 300, block = 32;
   const std::vector<double> h = gram(correlated_rows(rows, k, 13), rows, k);
-  std::vector<float> w(k * n);
-  std::mt19937 gen(17);
-  std::normal_distribution<float> g(0.0f, 0.05f);
-  for (float& v : w) v = g(gen);
+  const std::vector<float> w = small_weights(k * n, 17);
   for (bool symmetric : {true, false}) {
     const BlockQuantized rtn = quantize_blocks_rtn(w.data(), k, n, 4, block, symmetric);
     BlockQuantized q = rtn;

@@ -49,39 +49,23 @@ bool run(Graph& g, PassContext& ctx) {
     if (!p[0] || !p[1] || !p[2] || p[0] == p[1] || p[1] == p[2] || p[0] == p[2]) continue;
     Value* a = p[0]->input(0);
     if (p[1]->input(0) != a || p[2]->input(0) != a) continue;
-    const Tensor* w[3] = {constant_value(p[0]->input(1)), constant_value(p[1]->input(1)),
-                          constant_value(p[2]->input(1))};
-    const int64_t k = w[0]->shape()[0];
-    if (w[1]->shape()[0] != k || w[2]->shape()[0] != k) continue;
-
     // W = [Wq | Wk | Wv] along N, b = [bq, bk, bv].
-    std::array<int64_t, 4> offset = {0, 0, 0, 0};
-    for (int i = 0; i < 3; ++i) offset[i + 1] = offset[i] + w[i]->shape()[1];
-    const int64_t n_all = offset[3];
-    Tensor weight(DType::Float32, {k, n_all}), bias(DType::Float32, {n_all});
-    float* pw = weight.mutable_data<float>();
+    std::array<int64_t, 4> offset{};
+    std::optional<Tensor> weight = columns_side_by_side(
+        {constant_value(p[0]->input(1)), constant_value(p[1]->input(1)), constant_value(p[2]->input(1))}, offset);
+    if (!weight) continue;
+    Tensor bias(DType::Float32, {offset[3]});
     float* pb = bias.mutable_data<float>();
     for (int i = 0; i < 3; ++i) {
-      const int64_t ni = w[i]->shape()[1];
-      const float* src = w[i]->data<float>();
-      for (int64_t r = 0; r < k; ++r) std::copy(src + r * ni, src + (r + 1) * ni, pw + r * n_all + offset[i]);
       const float* bi = constant_value(p[i]->input(2))->data<float>();
-      std::copy(bi, bi + ni, pb + offset[i]);
+      std::copy(bi, bi + (offset[i + 1] - offset[i]), pb + offset[i]);
     }
 
     GraphPatch patch = make_patch(g);
-    Value* wv = patch.add_initializer(p[0]->name() + "_qkv_weight", std::move(weight));
+    Value* wv = patch.add_initializer(p[0]->name() + "_qkv_weight", std::move(*weight));
     Value* bv = patch.add_initializer(p[0]->name() + "_qkv_bias", std::move(bias));
     Node* packed = patch.add_node("MatMulBias", {a, wv, bv}, 1, {}, "octet", p[0]->name() + "_qkv");
-    Value* qkv = packed->output(0);
-    read_qkv_through_ranges(patch, n, {qkv, qkv, qkv},
-                            {offset[0], offset[1], offset[1], offset[2], offset[2], offset[3]});
-    for (Node* q : p) patch.remove_node(q);
-    if (ctx.apply(patch)) {
-      removed.add({n, p[0], p[1], p[2]});
-      ctx.count("Q/K/V projections merged");
-      changed = true;
-    }
+    changed |= finish_qkv_merge(patch, ctx, n, p, packed->output(0), offset, "Q/K/V projections merged", removed);
   }
   return changed;
 }

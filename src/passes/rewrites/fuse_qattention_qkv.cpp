@@ -85,24 +85,17 @@ bool run(Graph& g, PassContext& ctx) {
       for (size_t in : {kA, kAScale, kAZero, kChannelScale})
         same_a = same_a && same_operand(input_or_null(p[0], in), input_or_null(p[i], in));
     if (!same_a) continue;
-    const Tensor* w[3] = {constant_value(p[0]->input(kB)), constant_value(p[1]->input(kB)),
-                          constant_value(p[2]->input(kB))};
-    const int64_t k = w[0]->shape()[0];
-    if (w[1]->shape()[0] != k || w[2]->shape()[0] != k) continue;
-
     // B = [Bq | Bk | Bv] along N; b_scale and bias per column in the same order.
-    std::array<int64_t, 4> offset = {0, 0, 0, 0};
-    for (int i = 0; i < 3; ++i) offset[i + 1] = offset[i] + w[i]->shape()[1];
-    const int64_t n_all = offset[3];
-    Tensor weight(DType::Int8, {k, n_all}), scale(DType::Float32, {n_all}), bias(DType::Float32, {n_all});
-    int8_t* pw = weight.mutable_data<int8_t>();
+    std::array<int64_t, 4> offset{};
+    std::optional<Tensor> weight = columns_side_by_side(
+        {constant_value(p[0]->input(kB)), constant_value(p[1]->input(kB)), constant_value(p[2]->input(kB))}, offset);
+    if (!weight) continue;
+    Tensor scale(DType::Float32, {offset[3]}), bias(DType::Float32, {offset[3]});
     float* ps = scale.mutable_data<float>();
     float* pb = bias.mutable_data<float>();
     bool any_bias = false;
     for (int i = 0; i < 3; ++i) {
-      const int64_t ni = w[i]->shape()[1];
-      const int8_t* src = w[i]->data<int8_t>();
-      for (int64_t r = 0; r < k; ++r) std::copy(src + r * ni, src + (r + 1) * ni, pw + r * n_all + offset[i]);
+      const int64_t ni = offset[i + 1] - offset[i];
       const Tensor* sb = constant_value(p[i]->input(kBScale));
       for (int64_t c = 0; c < ni; ++c) ps[offset[i] + c] = sb->data<float>()[sb->numel() == 1 ? 0 : c];
       const Value* bv = input_or_null(p[i], kBias);
@@ -117,21 +110,14 @@ bool run(Graph& g, PassContext& ctx) {
     inputs[kA] = first->input(kA);
     inputs[kAScale] = first->input(kAScale);
     inputs[kAZero] = input_or_null(first, kAZero);
-    inputs[kB] = patch.add_initializer(first->name() + "_qkv_weight", std::move(weight));
+    inputs[kB] = patch.add_initializer(first->name() + "_qkv_weight", std::move(*weight));
     inputs[kBScale] = patch.add_initializer(first->name() + "_qkv_scale", std::move(scale));
     if (any_bias) inputs[kBias] = patch.add_initializer(first->name() + "_qkv_bias", std::move(bias));
     inputs[kChannelScale] = input_or_null(first, kChannelScale);
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // trailing optionals absent
     Node* packed = patch.add_node("QMatMul", inputs, 1, {}, "octet", first->name() + "_qkv");
-    Value* qkv = packed->output(0);
-    read_qkv_through_ranges(patch, n, {qkv, qkv, qkv},
-                            {offset[0], offset[1], offset[1], offset[2], offset[2], offset[3]});
-    for (Node* q : p) patch.remove_node(q);
-    if (ctx.apply(patch)) {
-      removed.add({n, p[0], p[1], p[2]});
-      ctx.count("int8 Q/K/V projections merged");
-      changed = true;
-    }
+    changed |= finish_qkv_merge(patch, ctx, n, p, packed->output(0), offset, "int8 Q/K/V projections merged",
+                                removed);
   }
   return changed;
 }

@@ -14,6 +14,7 @@ namespace {
 
 using testing::count_ops;
 using testing::PassGraph;
+using testing::run_graph_with;
 
 struct Options {
   bool quantized = true;
@@ -85,16 +86,6 @@ NamedTensors inputs(const Options& o, const Graph& g) {
   return in;
 }
 
-NamedTensors run_with(const std::shared_ptr<Graph>& g, const NamedTensors& in, KernelChoice kernels) {
-  SessionOptions opts;
-  opts.kernels = kernels;
-  Session session(std::shared_ptr<const Graph>(g), opts);
-  if (kernels == KernelChoice::Optimized) {
-    EXPECT_TRUE(session.reference_ops().empty());
-  }
-  return session.run(in);
-}
-
 std::vector<Options> fold_cases() {
   std::vector<Options> out;
   for (bool quantized : {true, false}) {
@@ -130,7 +121,8 @@ TEST(FoldMatmulOutputScale, FoldsIntoTheWeightsWithTheSameValues) {
     for (KernelChoice kernels : {KernelChoice::Reference, KernelChoice::Optimized}) {
       // QMatMul applies lambda as the Mul did (output_scale, before the residual): the same
       // numbers. MatMulBias folds it into B and the bias: float rounding only.
-      EXPECT_LE(testing::max_relative_error(run_with(folded, in, kernels), run_with(original, in, kernels)),
+      EXPECT_LE(testing::max_relative_error(run_graph_with(folded, in, kernels),
+                                            run_graph_with(original, in, kernels)),
                 o.quantized ? 0.0 : 2e-6)
           << (kernels == KernelChoice::Reference ? "reference kernels" : "optimized kernels");
     }

@@ -15,6 +15,7 @@ namespace {
 using passes::constant_value;
 using testing::count_ops;
 using testing::PassGraph;
+using testing::run_graph_with;
 
 struct Options {
   std::vector<int64_t> x_shape = {2, 5, 12};  // [B, S, K]
@@ -86,17 +87,6 @@ std::shared_ptr<Graph> qkv_graph(const Options& o) {
   return b.done();
 }
 
-NamedTensors run_with(const std::shared_ptr<Graph>& g, const NamedTensors& in, KernelChoice kernels) {
-  SessionOptions opts;
-  opts.kernels = kernels;
-  Session session(std::shared_ptr<const Graph>(g), opts);
-  // The comparison is only worth something if the optimized kernels ran the int8 nodes.
-  if (kernels == KernelChoice::Optimized) {
-    EXPECT_TRUE(session.reference_ops().empty());
-  }
-  return session.run(in);
-}
-
 std::vector<Options> merge_cases() {
   std::vector<Options> out;
   for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 5, 12}, {1, 1, 12}, {3, 17, 7}, {1, 64, 40}}) {
@@ -135,7 +125,7 @@ TEST(FuseQAttentionQkv, MergedProjectionGivesTheSameNumbers) {
 
     const NamedTensors in = {{"x", testing::ramp(DType::Float32, o.x_shape, 1, 1.2f)}};
     for (KernelChoice kernels : {KernelChoice::Reference, KernelChoice::Optimized}) {
-      const NamedTensors want = run_with(original, in, kernels), got = run_with(merged, in, kernels);
+      const NamedTensors want = run_graph_with(original, in, kernels), got = run_graph_with(merged, in, kernels);
       EXPECT_LE(testing::max_relative_error(got, want), 1e-6)
           << (kernels == KernelChoice::Reference ? "reference kernels" : "optimized kernels");
     }

@@ -98,6 +98,18 @@ inline NamedTensors run_graph(const std::shared_ptr<Graph>& g, const NamedTensor
   return Session(std::shared_ptr<const Graph>(g)).run(inputs);
 }
 
+// run_graph on the given kernels; with the optimized ones, every node must have run one
+// (a comparison of rewritten and original graphs says little if both fell back).
+inline NamedTensors run_graph_with(const std::shared_ptr<Graph>& g, const NamedTensors& inputs, KernelChoice kernels) {
+  SessionOptions opts;
+  opts.kernels = kernels;
+  Session session(std::shared_ptr<const Graph>(g), opts);
+  if (kernels == KernelChoice::Optimized) {
+    EXPECT_TRUE(session.reference_ops().empty());
+  }
+  return session.run(inputs);
+}
+
 // Runs `pass` once on a fresh graph from `make`, checks the graph, and compares its
 // outputs with the untouched graph's on `inputs`. Returns the rewritten graph.
 inline std::shared_ptr<Graph> rewrite_and_compare(const std::function<std::shared_ptr<Graph>()>& make,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/simd_kernels.h"
+#include "kernels/ref/ref_math_reduce.h"
 
 namespace octet::cpu {
 namespace {
@@ -23,8 +24,7 @@ struct Runs {
 // ReduceMean; the second input after), or nullopt for the forms left to the reference.
 std::optional<std::vector<int64_t>> stated_axes(const KernelContext& ctx) {
   const Node& node = ctx.node();
-  const bool from_input = node.op_type() == "ReduceSum" ? node.opset() >= 13 : node.opset() >= 18;
-  if (!from_input) {
+  if (!ref::reduce_axes_from_input(node)) {
     std::vector<int64_t> axes = node.attr_ints("axes", {});
     return axes.empty() ? std::nullopt : std::optional(axes);
   }

@@ -29,7 +29,7 @@ struct ReducePlan {
 
 ReducePlan plan_reduce(const KernelContext& ctx, const Tensor& x) {
   const Node& node = ctx.node();
-  const bool axes_from_input = node.op_type() == "ReduceSum" ? node.opset() >= 13 : node.opset() >= 18;
+  const bool axes_from_input = reduce_axes_from_input(node);
   std::vector<int64_t> axes;
   if (axes_from_input) {
     if (const Tensor* t = ctx.optional_input(1)) {

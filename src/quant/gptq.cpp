@@ -14,6 +14,7 @@ namespace {
 
 constexpr int64_t kBlock = 128;   // rows rounded before the rest get their (GEMM) update
 constexpr int64_t kColumns = 64;  // output channels per thread task within a block
+constexpr int64_t kSlab = 2048;   // output channels per working copy (gptq_core)
 
 size_t idx(int64_t r, int64_t c, int64_t k) { return static_cast<size_t>(r * k + c); }
 
@@ -155,7 +156,10 @@ namespace {
 
 // The GPTQ loop over w [K, N] (act order, blocks of kBlock rows, column chunks in parallel).
 // round(row, column, value) quantizes one weight (row in w's own order), records its code
-// and returns the value the code stands for.
+// and returns the value the code stands for. Columns never exchange errors, so the loop
+// runs over slabs of kSlab columns, one at a time: its working copy is K x kSlab floats
+// (12 MB at K 1536), not the whole weight (a 49152-word LM head: 113 MB more at the
+// quantizer's peak).
 template <typename Round>
 void gptq_core(const float* w, int64_t k, int64_t n, const std::vector<double>& h, double damp, Round round) {
   const std::vector<int64_t> perm = act_order(h, k);
@@ -163,33 +167,37 @@ void gptq_core(const float* w, int64_t k, int64_t n, const std::vector<double>& 
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < k; ++j) hp[idx(i, j, k)] = h[idx(perm[i], perm[j], k)];
   const std::vector<double> ud = inverse_cholesky_upper(std::move(hp), k, damp);
-  std::vector<float> u(ud.begin(), ud.end());  // float for the GEMM update
-  // The working copy, rows in act order.
-  std::vector<float> work(static_cast<size_t>(k * n));
-  for (int64_t i = 0; i < k; ++i) std::copy(w + perm[i] * n, w + (perm[i] + 1) * n, work.begin() + i * n);
-  std::vector<float> err(static_cast<size_t>(kBlock * n));
-  for (int64_t b0 = 0; b0 < k; b0 += kBlock) {
-    const int64_t b1 = std::min(k, b0 + kBlock);
-    // Columns never exchange errors: threads take chunks of them through the whole block.
+  const std::vector<float> u(ud.begin(), ud.end());  // float for the GEMM update
+  const int64_t slab = std::min(n, kSlab);
+  std::vector<float> work(static_cast<size_t>(k * slab));  // rows in act order
+  std::vector<float> err(static_cast<size_t>(kBlock * slab));
+  for (int64_t s0 = 0; s0 < n; s0 += slab) {
+    const int64_t m = std::min(slab, n - s0);  // this slab's columns, s0..s0+m
+    for (int64_t i = 0; i < k; ++i)
+      std::copy(w + perm[i] * n + s0, w + perm[i] * n + s0 + m, work.begin() + i * m);
+    for (int64_t b0 = 0; b0 < k; b0 += kBlock) {
+      const int64_t b1 = std::min(k, b0 + kBlock);
+      // Threads take chunks of columns through the whole block.
 #pragma omp parallel for schedule(static)
-    for (int64_t c0 = 0; c0 < n; c0 += kColumns) {
-      const int64_t c1 = std::min(n, c0 + kColumns);
-      for (int64_t r = b0; r < b1; ++r) {
-        float* row = &work[idx(r, 0, n)];
-        float* e = &err[idx(r - b0, 0, n)];
-        const float d = u[idx(r, r, k)];
-        for (int64_t c = c0; c < c1; ++c) e[c] = (row[c] - round(perm[r], c, row[c])) / d;
-        for (int64_t j = r + 1; j < b1; ++j) {  // the rest of this block; the rows after it below
-          const float f = u[idx(r, j, k)];
-          float* dst = &work[idx(j, 0, n)];
+      for (int64_t c0 = 0; c0 < m; c0 += kColumns) {
+        const int64_t c1 = std::min(m, c0 + kColumns);
+        for (int64_t r = b0; r < b1; ++r) {
+          float* row = &work[idx(r, 0, m)];
+          float* e = &err[idx(r - b0, 0, m)];
+          const float d = u[idx(r, r, k)];
+          for (int64_t c = c0; c < c1; ++c) e[c] = (row[c] - round(perm[r], s0 + c, row[c])) / d;
+          for (int64_t j = r + 1; j < b1; ++j) {  // the rest of this block; the rows after it below
+            const float f = u[idx(r, j, k)];
+            float* dst = &work[idx(j, 0, m)];
 #pragma omp simd
-          for (int64_t c = c0; c < c1; ++c) dst[c] -= f * e[c];
+            for (int64_t c = c0; c < c1; ++c) dst[c] -= f * e[c];
+          }
         }
       }
+      if (b1 < k)  // work[b1:, :] -= U[b0:b1, b1:]^T . err
+        sgemm_or_fail('T', 'N', k - b1, m, b1 - b0, -1.0f, &u[idx(b0, b1, k)], k, err.data(), m, 1.0f,
+                      &work[idx(b1, 0, m)], m, "error update");
     }
-    if (b1 < k)  // work[b1:, :] -= U[b0:b1, b1:]^T . err
-      sgemm_or_fail('T', 'N', k - b1, n, b1 - b0, -1.0f, &u[idx(b0, b1, k)], k, err.data(), n, 1.0f,
-                    &work[idx(b1, 0, n)], n, "error update");
   }
 }
 
@@ -226,17 +234,25 @@ void gptq_round_blocks(const float* w, const std::vector<double>& h, BlockQuanti
 
 double output_error(const float* w, const int8_t* q, int64_t k, int64_t n, const std::vector<float>& scales,
                     const std::vector<double>& h) {
-  std::vector<float> d(static_cast<size_t>(k * n)), hf(h.begin(), h.end()), hd(static_cast<size_t>(k * n)),
-      hw(static_cast<size_t>(k * n));
-  for (int64_t r = 0; r < k; ++r)
-    for (int64_t c = 0; c < n; ++c) {
-      const float s = scales.size() == 1 ? scales[0] : scales[static_cast<size_t>(c)];
-      d[idx(r, c, n)] = w[idx(r, c, n)] - static_cast<float>(q[idx(r, c, n)]) * s;
-    }
-  sgemm_or_fail('N', 'N', k, n, k, 1.0f, hf.data(), k, d.data(), n, 0.0f, hd.data(), n, "H.D");
-  sgemm_or_fail('N', 'N', k, n, k, 1.0f, hf.data(), k, w, n, 0.0f, hw.data(), n, "H.W");
+  // Columns are independent terms of both sums: slabs of kSlab keep the buffers at
+  // 4 x K x kSlab floats, not 3 copies of the whole weight (340 MB for an LM head).
+  const std::vector<float> hf(h.begin(), h.end());
+  const int64_t slab = std::min(n, kSlab);
+  std::vector<float> d(static_cast<size_t>(k * slab)), ws(d.size()), hd(d.size()), hw(d.size());
   double num = 0, den = 0;
-  for (size_t i = 0; i < d.size(); ++i) num += static_cast<double>(d[i]) * hd[i], den += static_cast<double>(w[i]) * hw[i];
+  for (int64_t s0 = 0; s0 < n; s0 += slab) {
+    const int64_t m = std::min(slab, n - s0);
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < m; ++c) {
+        const float s = scales.size() == 1 ? scales[0] : scales[static_cast<size_t>(s0 + c)];
+        ws[idx(r, c, m)] = w[idx(r, s0 + c, n)];
+        d[idx(r, c, m)] = ws[idx(r, c, m)] - static_cast<float>(q[idx(r, s0 + c, n)]) * s;
+      }
+    sgemm_or_fail('N', 'N', k, m, k, 1.0f, hf.data(), k, d.data(), m, 0.0f, hd.data(), m, "H.D");
+    sgemm_or_fail('N', 'N', k, m, k, 1.0f, hf.data(), k, ws.data(), m, 0.0f, hw.data(), m, "H.W");
+    for (size_t i = 0; i < static_cast<size_t>(k * m); ++i)
+      num += static_cast<double>(d[i]) * hd[i], den += static_cast<double>(ws[i]) * hw[i];
+  }
   return den > 0 ? num / den : 0;
 }
 

@@ -196,6 +196,53 @@ TEST(Gptq, BlockedMatchesPlainAcrossBlocks) {
   EXPECT_NEAR(eb, ep, 0.05 * ep);
 }
 
+// Columns never exchange errors, and the rounding works on slabs of 2048 of them: a weight
+// of 4100 columns (two full slabs and a partial one) rounds as its column ranges do alone.
+TEST(Gptq, WideWeightsRoundAsTheirColumnRangesAlone) {
+  const int64_t k = 200, n = 4100, rows = 300, split = 2500;
+  const std::vector<double> h = gram(correlated_rows(rows, k, 13), rows, k);
+  const std::vector<float> w = small_weights(k * n, 17);
+  const std::vector<float> s = column_scales(w, k, n);
+  const std::vector<int8_t> whole = gptq_round(w.data(), k, n, s, h);
+  auto columns = [&](int64_t c0, int64_t c1) {
+    std::vector<float> part;
+    for (int64_t r = 0; r < k; ++r) part.insert(part.end(), w.begin() + r * n + c0, w.begin() + r * n + c1);
+    const std::vector<float> ps(s.begin() + c0, s.begin() + c1);
+    return gptq_round(part.data(), k, c1 - c0, ps, h);
+  };
+  const std::vector<int8_t> left = columns(0, split), right = columns(split, n);
+  size_t differ = 0;
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const int8_t alone = c < split ? left[r * split + c] : right[r * (n - split) + c - split];
+      const int8_t got = whole[r * n + c];
+      ASSERT_LE(std::abs(got - alone), 1) << r << "," << c;
+      differ += got != alone;
+    }
+  // The error updates are the same sums, blocked differently by the GEMM: a value exactly
+  // on a rounding boundary may flip, nothing more.
+  EXPECT_LE(differ, whole.size() / 1000) << differ << " of " << whole.size();
+}
+
+// output_error sums over slabs of columns too: against the plain double formula
+// sum_c d_c^T H d_c / sum_c w_c^T H w_c (d = w - dequantized q) on 4100 columns.
+TEST(Gptq, OutputErrorOfAWideWeightIsTheWholeSum) {
+  const int64_t k = 48, n = 4100, rows = 100;
+  const std::vector<double> h = gram(correlated_rows(rows, k, 19), rows, k);
+  const std::vector<float> w = small_weights(k * n, 23);
+  const std::vector<float> s = column_scales(w, k, n);
+  const std::vector<int8_t> q = nearest(w, n, s);
+  double num = 0, den = 0;
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < k; ++j) {
+        const double di = w[i * n + c] - double(q[i * n + c]) * s[c], dj = w[j * n + c] - double(q[j * n + c]) * s[c];
+        num += di * h[i * k + j] * dj;
+        den += double(w[i * n + c]) * h[i * k + j] * w[j * n + c];
+      }
+  EXPECT_NEAR(output_error(w.data(), q.data(), k, n, s, h), num / den, 1e-4 * num / den);
+}
+
 TEST(Gptq, LowersTheOutputErrorOfNearestRounding) {
   const int64_t k = 160, n = 24, rows = 400;
   const std::vector<double> h = gram(correlated_rows(rows, k, 9), rows, k);

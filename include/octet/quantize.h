@@ -24,7 +24,9 @@ namespace v1 {
 // The spellings are the CLI's (`octet quantize --help`); anything else is an octet::Error
 // listing the accepted values.
 struct QuantizeOptions {
-  std::string mode = "static";        // static (needs calibration) | dynamic
+  // auto: static with calibration, dynamic without, and per-token dynamic for a decoder
+  // LLM (target octet; see `octet quantize --help`, MODES) | static (needs calibration) | dynamic
+  std::string mode = "auto";
   std::string target = "octet";       // octet | ort | tensorrt
   std::string method = "minmax";      // calibration: minmax | percentile | entropy | mse
   double percentile = 99.99;          // for method "percentile", in [50, 100]

@@ -75,7 +75,7 @@ def _run(model, output, calibration=None, *, mode=None, target="octet", method="
     """quantize() returning (report dict, report text)."""
     model, output = os.fspath(model), os.fspath(output)
     options = _octet.QuantizeOptions()
-    options.mode = mode or ("static" if calibration is not None else "dynamic")
+    options.mode = mode or "auto"
     options.target = target
     options.method = method
     options.percentile = float(percentile)
@@ -135,7 +135,8 @@ def quantize(model, output, calibration=None, *, mode=None, target="octet", meth
       - an iterable of dicts {input name: numpy array} (a list, a generator), one per sample;
       - octet.TextCalibration(texts, tokenizer=...) or octet.ImageCalibration(images, size=...);
       - an onnxruntime.quantization.CalibrationDataReader (get_next() until None).
-    mode: "static" (default with calibration) or "dynamic" (default without).
+    mode: "static" or "dynamic"; None: static with calibration, dynamic without, and per-token
+      dynamic for a decoder LLM on target "octet" (the report's options.mode_reason says why).
     target: "octet", "ort" (onnxruntime's int8 kernels) or "tensorrt".
     method: calibration "minmax", "percentile" (see `percentile`), "entropy" or "mse".
     activation_type: "uint8" or "int8" (default int8 for tensorrt, else uint8).

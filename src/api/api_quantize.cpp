@@ -75,6 +75,7 @@ size_t spill_samples(CalibrationSource& source, const fs::path& folder, size_t l
 }
 
 quant::QuantizeJob make_job(const std::string& model_path, const std::string& output_path, const QuantizeOptions& o,
+                            bool has_samples,
                             const ProgressCallback& progress) {
   quant::QuantizeJob job;
   job.model = model_path;
@@ -88,7 +89,11 @@ quant::QuantizeJob make_job(const std::string& model_path, const std::string& ou
         fail(output_path, ": is the input model or its data; write the quantized model to another file");
   }
   quant::QuantizeOptions& q = job.options;
-  q.mode = quant::parse_mode(o.mode);
+  // "auto": static with samples, else dynamic; quantize_model may still turn a decoder
+  // LLM dynamic once it has read the model (quant/default_mode.h).
+  job.mode_is_default = o.mode == "auto";
+  job.smoothing_is_default = o.smoothquant.empty();
+  q.mode = job.mode_is_default ? (has_samples ? quant::Mode::Static : quant::Mode::Dynamic) : quant::parse_mode(o.mode);
   q.target = quant::parse_target(o.target);
   q.calibration = quant::parse_calibration(o.method);
   if (!(o.percentile >= 50 && o.percentile <= 100)) fail("percentile must be in [50, 100], got ", o.percentile);
@@ -154,7 +159,7 @@ QuantizeReport summarize(const quant::QuantizeReport& r) {
 QuantizeReport quantize(const std::string& model_path, const std::string& output_path, const QuantizeOptions& options,
                         CalibrationSource* calibration, const ProgressCallback& progress) {
   return api::guarded(model_path, [&] {
-    quant::QuantizeJob job = make_job(model_path, output_path, options, progress);
+    quant::QuantizeJob job = make_job(model_path, output_path, options, calibration != nullptr, progress);
     std::optional<TempFolder> folder;
     size_t samples = 0;
     if (calibration) {
@@ -172,7 +177,7 @@ QuantizeReport quantize(const std::string& model_path, const std::string& output
 QuantizeReport quantize(const std::string& model_path, const std::string& output_path, const QuantizeOptions& options,
                         const std::string& calibration_path, const ProgressCallback& progress) {
   return api::guarded(model_path, [&] {
-    quant::QuantizeJob job = make_job(model_path, output_path, options, progress);
+    quant::QuantizeJob job = make_job(model_path, output_path, options, !calibration_path.empty(), progress);
     job.calib = calibration_path;
     return summarize(quant::quantize_model(job));
   });

@@ -90,7 +90,8 @@ nlohmann::json QuantizeReport::to_json() const {
                   {"per_channel_weights", options.per_channel_weights},
                   {"attention", options.quantize_attention ? (options.row_probabilities ? "int8" : "int8-tensor") : "fp32"},
                   {"embeddings", options.quantize_embeddings},
-                  {"exclude", std::vector<std::string>(options.exclude.begin(), options.exclude.end())}};
+                  {"exclude", std::vector<std::string>(options.exclude.begin(), options.exclude.end())},
+                  {"mode_reason", mode_reason}};
   j["sizes"] = {{"float_file_bytes", float_file_bytes},
                 {"quantized_file_bytes", quantized_file_bytes},
                 {"file_ratio", float_file_bytes ? static_cast<double>(quantized_file_bytes) / static_cast<double>(float_file_bytes) : 0.0},
@@ -156,6 +157,7 @@ std::string QuantizeReport::to_text() const {
   o << "quantized " << model << " -> " << output << " (" << mode_name(options.mode) << ", target "
     << target_name(options.target) << ", " << (options.mode == Mode::Static ? calibration_name(options.calibration) : "no")
     << " calibration)\n";
+  if (!mode_reason.empty()) o << "  mode     " << mode_reason << "\n";
   o << "  file     " << megabytes(float_file_bytes) << " -> " << megabytes(quantized_file_bytes);
   if (float_file_bytes)
     o << fmt(" (%.3fx)", static_cast<double>(quantized_file_bytes) / static_cast<double>(float_file_bytes));

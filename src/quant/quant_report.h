@@ -92,6 +92,8 @@ struct MixedPrecisionReport {
 
 struct QuantizeReport {
   QuantizeOptions options;
+  // Why options.mode, when octet chose it for a caller who named none (default_mode.h).
+  std::string mode_reason;
   std::string model, output;
   uint64_t float_file_bytes = 0, quantized_file_bytes = 0;  // on disk, external data included
   uint64_t float_weight_bytes = 0, quantized_weight_bytes = 0;

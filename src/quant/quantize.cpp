@@ -1,5 +1,6 @@
 #include "quant/quantize.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -11,8 +12,10 @@
 #include "analysis/macs.h"
 #include "analysis/model_files.h"
 #include "passes/pipeline.h"
+#include "passes/rewrites/rewrites.h"
 #include "quant/calibrate.h"
 #include "quant/calibration_data.h"
+#include "quant/default_mode.h"
 #include "quant/evaluate.h"
 #include "quant/gptq.h"
 #include "quant/qdq_rewrite.h"
@@ -220,13 +223,34 @@ std::vector<SmoothingDecision> decide(const QuantizeJob& job, const std::shared_
   return decisions;
 }
 
+// A caller who named no mode got static for having samples; a decoder LLM gets per-token
+// dynamic activations instead (default_mode.h says why), on the octet target, whose
+// octet.QMatMul quantizes each row on the fly (ort's dynamic form has one scale per tensor).
+void choose_default_mode(QuantizeJob& job, const std::shared_ptr<Graph>& float_graph, const CalibrationSource* source,
+                         const std::vector<size_t>& calib_idx, QuantizeReport& report) {
+  if (!job.mode_is_default || job.options.mode != Mode::Static || !source || calib_idx.empty()) return;
+  if (job.options.target != Target::Octet) {
+    report.mode_reason = "static: the default with calibration samples";
+    return;
+  }
+  const std::optional<std::string> decoder =
+      causal_decoder_evidence(float_session(float_graph), source->sample(calib_idx.front()));
+  if (!decoder) {
+    report.mode_reason = "static: the default with calibration samples (not a causal decoder)";
+    return;
+  }
+  job.options.mode = Mode::Dynamic;
+  if (job.smoothing_is_default) job.smoothing.reset();  // static mode's default only
+  report.mode_reason = "dynamic, per token: the default for decoder LLMs (" + *decoder +
+                       "); the samples still round the weights (GPTQ) and measure fidelity; --mode static forces static";
+}
+
 }  // namespace
 
-QuantizeReport quantize_model(const QuantizeJob& job) {
+QuantizeReport quantize_model(const QuantizeJob& requested) {
   const auto start = std::chrono::steady_clock::now();
-  QuantizeOptions o = job.options;  // mixed precision adds exclusions
+  QuantizeJob job = requested;  // the default mode is settled once the model is loaded
   QuantizeReport report;
-  report.options = o;
   report.model = job.model.string();
   report.output = job.output.string();
   report.explain = job.explain;
@@ -246,7 +270,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   std::optional<CalibrationSource> source;
   if (!job.calib.empty())
     source = CalibrationSource::open(job.calib, input_specs(required_inputs(*float_graph)), job.calib_samples);
-  if (o.mode == Mode::Static && !source)
+  if (job.options.mode == Mode::Static && !source)
     fail("static quantization needs calibration samples: pass --calib PATH (or --mode dynamic)");
   if (!source && (job.smoothing || job.explain || job.max_drop))
     fail("--smoothquant, --explain and --max-drop measure the model on samples: pass --calib PATH");
@@ -258,6 +282,9 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     if (eval_idx.empty()) eval_idx = calib_idx;
   }
 
+  choose_default_mode(job, float_graph, source ? &*source : nullptr, calib_idx, report);
+  QuantizeOptions o = job.options;  // mixed precision adds exclusions
+  report.options = o;
   clock.done("clean");
 
   // SmoothQuant: decide on the original float model. Before it is smoothed, measure the
@@ -314,6 +341,8 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
                             progress("GPTQ rounding"), g);
     report.gptq = GptqReport{g.layers, g.calibration_passes, g.error_nearest, g.error_gptq};
     for (const SkippedNode& s : g.skipped) report.notes.push_back("GPTQ: '" + s.node->name() + "' " + s.reason);
+    malloc_trim(0);
+    clock.done("GPTQ");
   }
 
   std::map<std::string, std::string> mixed_reasons;
@@ -348,6 +377,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   std::shared_ptr<Graph> quantized = source ? std::shared_ptr<Graph>(float_graph->clone()) : float_graph;
   if (source) plan = plan_quantization(*quantized, o);
   RewriteResult rewrite = write_quantized_graph(*quantized, plan, params, o, prepared.get());
+  clock.done("rewrite");
   for (const SkippedNode& s : rewrite.skipped) report.skipped.push_back({s.node->name(), s.node->op_type(), s.reason});
 
   std::vector<std::string> problems = check_target_profile(*quantized, o.target);
@@ -374,6 +404,7 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
   for (const std::string& w : save_model(with_graph(model, quantized->clone()), job.output, job.save))
     report.notes.push_back(w);
   report.quantized_file_bytes = model_files(job.output).bytes;
+  malloc_trim(0);
   clock.done("rewrite and save");
 
   if (source) {
@@ -384,7 +415,11 @@ QuantizeReport quantize_model(const QuantizeJob& job) {
     // relative error the smoothing report shows).
     const Session reference = float_session(float_graph);
     {
-      const Session fake_quant(std::shared_ptr<const Graph>(std::move(quantized)));
+      // Embeddings dequantize only the rows a sample reads (an exact rewrite): run as
+      // written, DequantizeLinear makes the whole table float on every run (113 MB on
+      // SmolLM2, at the quantizer's peak RSS).
+      Pipeline({passes::gather_quantized_rows(), passes::eliminate_dead_code()}).run(*quantized, OptimizeOptions{});
+      const Session fake_quant(std::shared_ptr<const Graph>(std::move(quantized)), unpacked());
       const auto sqnr = layer_sqnr(reference, fake_quant, pairs, *source, first(calib_idx, job.sqnr_samples));
       for (LayerReport& l : report.layers)
         if (auto it = sqnr.find(l.output); it != sqnr.end()) l.sqnr_db = it->second;

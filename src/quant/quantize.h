@@ -37,6 +37,11 @@ struct QuantizeJob {
   Metric metric = Metric::Cosine;             // --metric, for max_drop
   // --rounding: GPTQ (gptq.h) for MatMul/Gemm weights when samples are given, else nearest.
   bool gptq = true;
+  // The caller named no mode (static was chosen for having samples) and no --smoothquant:
+  // quantize_model may then switch a decoder LLM to per-token dynamic activations and drop
+  // the smoothing that was only static mode's default (default_mode.h).
+  bool mode_is_default = false;
+  bool smoothing_is_default = false;
 };
 
 // Writes job.output and returns the report. Every failure is an octet::Error naming the

@@ -169,6 +169,7 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
 
   for (const char* f : kSeq2SeqFiles) {
     QuantizeJob part = job.base;
+    part.mode_is_default = false;  // one mode for the whole set, as the caller settled it
     part.model = job.folder / (std::string(f) + ".onnx");
     part.output = job.out_dir / (std::string(f) + ".onnx");
     if (f != kSeq2SeqFiles[0]) {  // the decoders' samples are the generated steps, all of them

@@ -77,7 +77,8 @@ def cosine(a, b):
 def check_static_goals(model):
     out = tmp(model + "_static.onnx")
     # The fixtures' tables are tiny: quantize them all, as a real vocabulary would be.
-    r = static(model, out, "--embedding-min-kib", "0")
+    # Static named: a decoder's default with samples is per-token dynamic (checked below).
+    r = static(model, out, "--embedding-min-kib", "0", "--mode", "static")
     cov = r["coverage"]["int8_share"]
     assert cov >= 0.99, f"int8 MAC share {cov:.4f} < 0.99; float: {r['coverage']['float_matmuls']}"
     assert r["calibration"]["eval_samples"] == 2 and not r["calibration"]["eval_in_sample"], r["calibration"]
@@ -96,6 +97,27 @@ def check_static_goals(model):
 
 for m in ("bert_tiny", "gpt2_tiny", "vit_tiny"):
     t.check(f"static minmax goals: {m}", check_static_goals, m)
+
+
+def check_default_mode():
+    # A causal decoder given samples gets per-token dynamic activations and GPTQ weights,
+    # with the probe's evidence in the report; an encoder stays static; --mode static and
+    # --target ort (whose dynamic form has one scale per tensor) keep static.
+    r = static("gpt2_tiny", tmp("gpt2_default.onnx"))
+    assert r["options"]["mode"] == "dynamic", r["options"]
+    assert "causal decoder" in r["options"]["mode_reason"] and "'logits'" in r["options"]["mode_reason"], r["options"]
+    assert r["gptq"]["layers"] > 0 and r.get("smoothing") is None, r.get("gptq")
+    assert min(f["cosine"] for f in r["fidelity"]) >= 0.99, r["fidelity"]
+    ops = op_types(tmp("gpt2_default.onnx"))
+    assert "DynamicQuantizeLinear" not in ops and "QuantizeLinear" not in ops, sorted(set(ops))
+    for i, (model, extra) in enumerate((("bert_tiny", ()), ("gpt2_tiny", ("--mode", "static")),
+                                        ("gpt2_tiny", ("--target", "ort")))):
+        r = static(model, tmp(f"{model}_default_static_{i}.onnx"), *extra)
+        assert r["options"]["mode"] == "static", (model, extra, r["options"])
+        assert ("--mode" in extra) == (r["options"]["mode_reason"] == ""), (model, extra, r["options"])
+
+
+t.check("default mode: per-token dynamic for a causal decoder, static otherwise", check_default_mode)
 
 
 def check_attention_row_scales(model):

@@ -62,15 +62,17 @@ class Runner:
             self.compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
                                                                     "INFERENCE_PRECISION_HINT": "f32"})
             self.request = self.compiled.create_infer_request()
-            self.inputs = [i.get_any_name() for i in self.compiled.inputs]
-            self.outputs = [o.get_any_name() for o in self.compiled.outputs]
+            self.inputs = [n for i in self.compiled.inputs for n in i.get_names()]
+            # an output port has several tensor names; the ONNX output name is one of them
+            self.ports = {n: o for o in self.compiled.outputs for n in o.get_names()}
+            self.outputs = list(self.ports)
 
     def run(self, feeds):
         feeds = {k: v for k, v in feeds.items() if k in self.inputs}
         if self.engine == "ort":
             return dict(zip(self.outputs, self.sess.run(None, feeds)))
         res = self.request.infer(feeds)
-        return {name: np.array(res[self.compiled.output(name)]) for name in self.outputs}
+        return {name: np.array(res[port]) for name, port in self.ports.items()}
 
 
 def python_generate(runners, encoder_feeds, start, new_tokens):
@@ -85,8 +87,9 @@ def python_generate(runners, encoder_feeds, start, new_tokens):
     for step in range(new_tokens):
         runner = runners["decoder_with_past_model" if cache else "decoder_model"]
         out = runner.run({"input_ids": np.array([[token]], np.int64), **common, **cache})
+        first = not cache  # the first step's cross-attention keys/values are kept for all
         for name, value in out.items():
-            if name.startswith("present.") and (not cache or ".decoder." in name):
+            if name.startswith("present.") and (first or ".decoder." in name):
                 cache["past_key_values." + name[len("present."):]] = value
         token = int(out["logits"][0, -1].argmax())
         tokens.append(token)

@@ -191,27 +191,21 @@ MergedDecoderSummary write_quantized_merged_decoder(const MergedDecoderFiles& fi
   onnx_io::read_proto_file(no_past, quantized[0], "ONNX model");
   onnx_io::read_proto_file(with_past, quantized[1], "ONNX model");
   Initializers inits[2];
-  int branches = 0;
-  bool seen[2] = {false, false};
+  onnx::GraphProto* body[2] = {nullptr, nullptr};  // no past, with past
   for (onnx::AttributeProto& a : *if_node.mutable_attribute()) {
     if (a.name() != "then_branch" && a.name() != "else_branch") continue;
     if (!a.has_g()) fail(file, ": If attribute '", a.name(), "' holds no graph");
     const int which = reads_past(a.g()) ? 1 : 0;
-    if (seen[which])
+    if (body[which])
       fail(file, ": both If branches ", which ? "read" : "do not read", " past_key_values.*; expected one no-past and "
            "one with-past branch");
-    seen[which] = true;
-    const onnx::GraphProto body = branch_from(quantized[which], which ? with_past : no_past, a.g(), outer_inputs,
-                                              float_merged, inits[which]);
-    *a.mutable_g() = body;
-    ++branches;
+    *a.mutable_g() = branch_from(quantized[which], which ? with_past : no_past, a.g(), outer_inputs, float_merged,
+                                 inits[which]);
+    body[which] = a.mutable_g();
   }
-  if (branches != 2) fail(file, ": the If does not have both branches");
+  if (!body[0] || !body[1]) fail(file, ": the If does not have both branches");
 
   MergedDecoderSummary summary;
-  onnx::GraphProto* body[2] = {nullptr, nullptr};
-  for (onnx::AttributeProto& a : *if_node.mutable_attribute())
-    if (a.name() == "then_branch" || a.name() == "else_branch") body[reads_past(a.g()) ? 1 : 0] = a.mutable_g();
   if (!files.float_no_past.empty() && !files.float_with_past.empty())
     summary.unified_weights = unify_weights(same_float_weights(files.float_no_past, files.float_with_past), *body[0],
                                             *body[1], inits[0], inits[1]);

@@ -225,6 +225,18 @@ def check_incomplete_set_named():
     assert not os.path.exists(out), os.listdir(out)
 
 
+def check_foreign_merged_named():
+    """A set whose decoder_model_merged.onnx is not optimum's merged layout (here: a copy of
+    decoder_model.onnx) fails naming that file, rather than writing a wrong merged file."""
+    import shutil
+
+    folder = tmp("odd_merged_set", "x")[:-2]
+    shutil.copytree(os.path.join(ROOT, "marian"), folder, dirs_exist_ok=True)
+    shutil.copy(os.path.join(folder, "decoder_model.onnx"), os.path.join(folder, "decoder_model_merged.onnx"))
+    code, _, err = run_octet(args.octet, "quantize", folder, "-o", tmp("odd_merged_set_out"), "--mode", "dynamic", "-q")
+    assert code == 1 and "decoder_model_merged.onnx: not optimum's merged decoder" in err, err
+
+
 def encoder_calibration(model, samples=6):
     out_dir = tmp("calib_set", model, "x")[:-2]
     ref = reference(model)
@@ -355,4 +367,5 @@ for m in MODELS:
                 check_merged_generates, m)
     t.check(f"{m}: octet quantize on the merged file says its If stays float", check_merged_quantize_says_why, m)
 t.check("a set folder missing a file is named before anything is written", check_incomplete_set_named)
+t.check("a merged decoder not in optimum's layout is named", check_foreign_merged_named)
 t.finish()

@@ -29,10 +29,11 @@ class Planner {
     if (!n->domain().empty()) return;
     const std::string& op = n->op_type();
     // Subgraph bodies are kept verbatim: their matmuls stay float, which the report says
-    // (optimum's merged decoder is one If holding the whole decoder).
+    // (optimum's merged decoder is one If holding the whole decoder; the set's folder
+    // quantizes it from its two calibrated decoders, merged_decoder.h).
     if (op == "If" || op == "Loop" || op == "Scan")
       return skip(n, "its subgraphs are not quantized (for an optimum merged decoder, quantize the set's folder, "
-                     "which takes decoder_model and decoder_with_past_model)");
+                     "which quantizes decoder_model and decoder_with_past_model and writes the merged decoder from them)");
     if (op != "MatMul" && op != "Gemm" && op != "Conv" && op != "Gather") return;
     if (excluded(*n, o_)) return skip(n, "excluded by --exclude");
     if (op == "Gather") return visit_gather(n);

@@ -11,6 +11,7 @@
 #include "generate/runner_factory.h"
 #include "io/npy.h"
 #include "quant/calibration_data.h"
+#include "quant/merged_decoder.h"
 
 namespace octet::quant {
 
@@ -18,6 +19,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const char* const kSeq2SeqFiles[3] = {"encoder_model", "decoder_model", "decoder_with_past_model"};
+const char* const kMergedDecoder = "decoder_model_merged";
 
 bool is_seq2seq_set(const fs::path& path) {
   std::error_code ec;
@@ -35,12 +37,18 @@ struct SetSessions {
   int64_t start = 0;
   std::vector<int64_t> eos;
 
-  SetSessions(const fs::path& folder, const fs::path& config) {
+  // `merged`: the decoder is decoder_model_merged.onnx alone (the runner sets its
+  // use_cache_branch), else the two split files.
+  SetSessions(const fs::path& folder, const fs::path& config, bool merged = false) {
     const generate::RunnerOptions options;
     encoder = generate::load_session((folder / "encoder_model.onnx").string(), options);
-    decoder = std::make_unique<generate::PortableRunner>(
-        generate::load_session((folder / "decoder_with_past_model.onnx").string(), options),
-        generate::load_session((folder / "decoder_model.onnx").string(), options));
+    if (merged)
+      decoder = std::make_unique<generate::PortableRunner>(
+          generate::load_session((folder / (std::string(kMergedDecoder) + ".onnx")).string(), options));
+    else
+      decoder = std::make_unique<generate::PortableRunner>(
+          generate::load_session((folder / "decoder_with_past_model.onnx").string(), options),
+          generate::load_session((folder / "decoder_model.onnx").string(), options));
     json c;
     try {
       std::ifstream in(config);
@@ -167,6 +175,8 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
     report.decode_samples = written;
   }
 
+  const fs::path merged_in = job.folder / (std::string(kMergedDecoder) + ".onnx");
+  const bool has_merged = fs::exists(merged_in);
   for (const char* f : kSeq2SeqFiles) {
     QuantizeJob part = job.base;
     part.mode_is_default = false;  // one mode for the whole set, as the caller settled it
@@ -176,7 +186,29 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
       part.calib = static_mode ? (samples_dir / f).string() : "";
       part.calib_samples = 0;
     }
+    // A weight SmoothQuant rescaled comes with its rescaled activation, so the merged
+    // decoder's branches could not share it; the two files decide smoothing on different
+    // steps (decoder_model only ever sees the start token) and rarely agree. So with a
+    // merged decoder, static mode's default smoothing is off for the decoders; asked for
+    // explicitly (--smoothquant), it is done, and the smoothed weights stay per branch.
+    if (has_merged && f != kSeq2SeqFiles[0] && part.smoothing && !job.smoothing_requested) {
+      part.smoothing.reset();
+      report.decoders_unsmoothed = true;
+    }
     report.files.emplace_back(f, quantize_model(part));
+  }
+  // The merged decoder's branches are the two decoders just quantized (merged_decoder.h).
+  if (has_merged) {
+    auto in = [&](const char* f) { return job.folder / (std::string(f) + ".onnx"); };
+    auto out = [&](const char* f) { return job.out_dir / (std::string(f) + ".onnx"); };
+    MergedDecoderFiles files;
+    files.float_merged = merged_in;
+    files.no_past = out(kSeq2SeqFiles[1]);
+    files.with_past = out(kSeq2SeqFiles[2]);
+    files.float_no_past = in(kSeq2SeqFiles[1]);
+    files.float_with_past = in(kSeq2SeqFiles[2]);
+    report.merged = write_quantized_merged_decoder(files, out(kMergedDecoder), job.base.save);
+    report.has_merged = true;
   }
   std::error_code ec;
   fs::remove_all(samples_dir, ec);
@@ -185,11 +217,31 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
 
   // Fidelity on the held-out encoder samples.
   SetSessions int8(job.out_dir, config);
+  std::unique_ptr<SetSessions> int8_merged;
+  if (report.has_merged) int8_merged = std::make_unique<SetSessions>(job.out_dir, config, true);
   bool in_sample = false;
   for (size_t i : held_out(encoder_samples->size(), job.base.holdout, &in_sample)) {
     const NamedTensors in = encoder_samples->sample(i);
     const GreedyRun want = greedy(*fp32, in, job.max_new_tokens, nullptr, nullptr);
     const GreedyRun got = greedy(int8, in, job.max_new_tokens, nullptr, nullptr);
+    if (int8_merged) {  // the int8 merged decoder against the int8 split files
+      const GreedyRun merged = greedy(*int8_merged, in, job.max_new_tokens, nullptr, nullptr);
+      for (size_t t = 0; t < got.tokens.size(); ++t)
+        for (size_t r = 0; r < got.tokens[t].size(); ++r) {
+          report.merged_agreeing_tokens += t < merged.tokens.size() && merged.tokens[t][r] == got.tokens[t][r];
+          ++report.merged_tokens;
+        }
+      // Step by step on the split run's tokens: how far the merged file's logits are.
+      const GreedyRun on_split = greedy(*int8_merged, in, static_cast<int>(got.tokens.size()), &got.tokens, nullptr);
+      for (size_t t = 0; t < got.logits.size(); ++t) {
+        float scale = 0, diff = 0;
+        for (size_t j = 0; j < got.logits[t].size(); ++j) {
+          scale = std::max(scale, std::fabs(got.logits[t][j]));
+          diff = std::max(diff, std::fabs(got.logits[t][j] - on_split.logits[t][j]));
+        }
+        report.merged_max_rel_diff = std::max(report.merged_max_rel_diff, scale > 0 ? double(diff) / scale : 0.0);
+      }
+    }
     const GreedyRun forced = greedy(int8, in, static_cast<int>(want.tokens.size()), &want.tokens, nullptr);
     const size_t rows = want.tokens.at(0).size();
     for (size_t r = 0; r < rows; ++r) {
@@ -229,6 +281,18 @@ json Seq2SeqSetReport::to_json() const {
   json files_json = json::object();
   for (const auto& [name, r] : files) files_json[name] = r.to_json();
   json j = {{"files", files_json}, {"decoder_calibration_samples", decode_samples}};
+  if (has_merged) {
+    j["merged_decoder"] = {{"unified_weights", merged.unified_weights},
+                           {"decoders_without_smoothquant", decoders_unsmoothed},
+                           {"shared_initializers", merged.shared_initializers},
+                           {"shared_bytes", merged.shared_bytes},
+                           {"branch_initializers", merged.branch_initializers},
+                           {"branch_bytes", merged.branch_bytes}};
+    if (merged_tokens)
+      j["merged_decoder"]["vs_split_files"] = {{"tokens", merged_tokens},
+                                               {"agreeing_tokens", merged_agreeing_tokens},
+                                               {"max_logits_rel_diff", merged_max_rel_diff}};
+  }
   if (eval_sequences)
     j["greedy_fidelity"] = {{"sequences", eval_sequences},
                             {"in_sample", eval_in_sample > 0},
@@ -245,6 +309,20 @@ json Seq2SeqSetReport::to_json() const {
 std::string Seq2SeqSetReport::to_text() const {
   std::ostringstream s;
   for (const auto& [name, r] : files) s << "== " << name << " ==\n" << r.to_text() << "\n";
+  if (has_merged) {
+    s << "== " << kMergedDecoder << " == (If branches: the two quantized decoders above, weights shared)\n";
+    if (decoders_unsmoothed)
+      s << "  the decoders were quantized without SmoothQuant (static mode's default), so that their weights can be "
+           "shared; --smoothquant asks for it\n";
+    s
+      << "  " << merged.unified_weights << " weights take the with-past branch's int8 copy in both branches; "
+      << merged.shared_initializers << " initializers shared by both branches (" << merged.shared_bytes
+      << " bytes), " << merged.branch_initializers << " kept in one branch (" << merged.branch_bytes << " bytes)\n";
+    if (merged_tokens)
+      s << "  greedy tokens equal to the quantized split files: " << merged_agreeing_tokens << "/" << merged_tokens
+        << ", logits max difference " << merged_max_rel_diff << " of their scale\n";
+    s << "\n";
+  }
   if (decode_samples) s << "decoder calibrated on " << decode_samples << " greedy decode steps of the float set\n";
   if (eval_sequences) {
     s << "greedy decoding, int8 set vs float set, " << eval_sequences << " held-out sequence(s)"

@@ -143,6 +143,10 @@ def check_greedy(name):
     got = generate(folder, ids[0].tolist(), "--max-new-tokens", str(n), "--ignore-eos")
     assert got["ids"] == expected, f"octet {got['ids']} vs onnxruntime {expected}"
     assert got["ids"] == torch_greedy[1:], f"octet {got['ids']} vs torch {torch_greedy[1:]}"
+    # --repeat (benchmarks): the same generation again on the loaded models, every run listed
+    again = generate(folder, ids[0].tolist(), "--max-new-tokens", str(n), "--ignore-eos", "--repeat", "3")
+    assert again["ids"] == expected and len(again["runs"]) == 3, again
+    assert all(r["same_ids"] and r["time_to_first_token_ms"] > 0 for r in again["runs"]), again["runs"]
 
 
 def check_beam_search(name):

@@ -19,7 +19,11 @@ Fixtures: tests/models/fixtures/seq2seq/{marian,whisper,t5} (tiny, random weight
     calibrated on the greedy decode steps of the float set (static), one report with
     greedy fidelity on held-out encoder inputs (token agreement, logits cosine on the
     float run's tokens); dynamic mode needs no samples. Random weights: the tokens mean
-    nothing, only their agreement does."""
+    nothing, only their agreement does.
+(f) the set's merged decoder is quantized too (static, dynamic, --target ort): one If over
+    the two quantized decoders with the weights stored once; both branches run in octet and
+    onnxruntime alike, are as close to fp32 as the split files, and the merged file alone
+    generates what the split files do."""
 import glob
 import json
 import os
@@ -221,6 +225,18 @@ def check_incomplete_set_named():
     assert not os.path.exists(out), os.listdir(out)
 
 
+def check_foreign_merged_named():
+    """A set whose decoder_model_merged.onnx is not optimum's merged layout (here: a copy of
+    decoder_model.onnx) fails naming that file, rather than writing a wrong merged file."""
+    import shutil
+
+    folder = tmp("odd_merged_set", "x")[:-2]
+    shutil.copytree(os.path.join(ROOT, "marian"), folder, dirs_exist_ok=True)
+    shutil.copy(os.path.join(folder, "decoder_model.onnx"), os.path.join(folder, "decoder_model_merged.onnx"))
+    code, _, err = run_octet(args.octet, "quantize", folder, "-o", tmp("odd_merged_set_out"), "--mode", "dynamic", "-q")
+    assert code == 1 and "decoder_model_merged.onnx: not optimum's merged decoder" in err, err
+
+
 def encoder_calibration(model, samples=6):
     out_dir = tmp("calib_set", model, "x")[:-2]
     ref = reference(model)
@@ -237,17 +253,83 @@ def encoder_calibration(model, samples=6):
     return out_dir
 
 
-def check_set_quantize(model, mode):
-    out = tmp(f"{model}_set_{mode}")
+def check_merged_of_set(model, mode, target, out, report):
+    """The set's merged decoder, quantized: one If whose branches are the two quantized
+    decoders, the weights stored once for both. It runs in octet (and in onnxruntime when
+    the target is one onnxruntime runs: static QDQ, or --target ort) with the same outputs
+    on each branch; its with-past branch computes what the quantized
+    decoder_with_past_model computes; its no-past branch is as close to float as the
+    quantized decoder_model (it shares the with-past branch's rounding of the weights)."""
+    m = report["merged_decoder"]
+    # the weights live once: what is shared outweighs what each branch keeps to itself
+    assert m["shared_initializers"] > 0 and m["shared_bytes"] > 2 * m["branch_bytes"], m
+    path = os.path.join(out, "decoder_model_merged.onnx")
+    merged = onnx.load(path)
+    assert [n.op_type for n in merged.graph.node] == ["If"], [n.op_type for n in merged.graph.node]
+    quantized_ops = {"DequantizeLinear", "MatMulInteger", "QMatMul", "DynamicQuantizeLinear"}
+    for a in merged.graph.node[0].attribute:
+        n_q = sum(n.op_type in quantized_ops for n in all_nodes(a.g))
+        assert n_q >= 4, f"{a.name}: only {n_q} quantized nodes"
+    in_ort = mode == "static" or target == "ort"
+    floor = 0.99 if mode == "dynamic" else 0.95
+    for key, split in (("decoder_model_merged:no_cache", "decoder_model"),
+                       ("decoder_model_merged:cache", "decoder_with_past_model")):
+        feeds = FEEDS[model][key]
+        tag = f"{model}_set_{mode}_{target}_{key.replace(':', '_')}"
+        got = octet_run(path, feeds, tag)
+        if in_ort:
+            for k, v in ort_run(path, feeds).items():
+                assert v.size == 0 or cosine(got[k], v) >= 0.999, f"{k}: octet vs onnxruntime cosine {cosine(got[k], v):.5f}"
+                assert got[k].shape == v.shape, f"{k}: {got[k].shape} vs onnxruntime {v.shape}"
+        split_logits = octet_run(os.path.join(out, split + ".onnx"), FEEDS[model][split], tag + "_split")["logits"]
+        fp32 = ort_run(onnx_path(model, "decoder_model_merged"), feeds)["logits"]
+        c_merged, c_split = cosine(got["logits"], fp32), cosine(split_logits, fp32)
+        if key.endswith(":cache"):
+            err = rel_error(got["logits"], split_logits)
+            assert err <= 1e-5, f"with-past branch vs the quantized decoder_with_past_model: {err:.2e}"
+        assert c_merged >= floor and c_merged >= c_split - 0.01, \
+            f"{key}: int8 vs fp32 cosine {c_merged:.5f} (the split file {c_split:.5f})"
+        print(f"  {model} {mode}/{target} {key}: int8 vs fp32 cosine {c_merged:.5f}, split file {c_split:.5f}")
+    if "vs_split_files" in m:
+        vs = m["vs_split_files"]
+        assert vs["tokens"] > 0 and vs["agreeing_tokens"] >= 0.9 * vs["tokens"], vs
+        assert vs["max_logits_rel_diff"] <= 0.05, vs
+
+
+def check_merged_generates(model):
+    """`octet generate` with the quantized encoder and merged decoder alone samples (seeded,
+    high temperature: a different token almost every step) what the quantized split files
+    sample."""
+    import shutil
+
+    out = tmp(f"{model}_set_static")  # written by the static set check
+    alone = tmp(f"{model}_set_static_merged_only", "x")[:-2]
+    for f in ("encoder_model.onnx", "decoder_model_merged.onnx", "config.json"):
+        shutil.copy(os.path.join(out, f), alone)
+    ids = ",".join(map(str, reference(model)["input_ids"][0].tolist()))
+    runs = []
+    for folder in (out, alone):
+        code, stdout, err = run_octet(args.octet, "generate", folder, "--prompt-ids", ids, "--json", "--threads", "1",
+                                      "--max-new-tokens", "12", "--ignore-eos", "--do-sample", "--temperature", "3",
+                                      "--seed", "7")
+        assert code == 0, f"exit {code}: {err.strip()[-600:]}"
+        runs.append(json.loads(stdout)["ids"])
+    assert len(set(runs[0])) > 3, f"sampling gave too few distinct tokens to test anything: {runs[0]}"
+    assert runs[1] == runs[0], f"merged decoder {runs[1]} vs split files {runs[0]}"
+
+
+def check_set_quantize(model, mode, target="octet"):
+    out = tmp(f"{model}_set_{mode}" + ("" if target == "octet" else "_" + target))
     extra = ["--calib", encoder_calibration(model)] if mode == "static" else []
     code, stdout, err = run_octet(args.octet, "quantize", os.path.join(ROOT, model), "-o", out, "--mode", mode,
-                                  "--json", "-q", *extra, timeout=600)
+                                  "--target", target, "--json", "-q", *extra, timeout=600)
     assert code == 0, f"exit {code}: {err.strip()[-800:]}"
     report = json.loads(stdout)
     assert sorted(report["files"]) == sorted(sf.FILES), sorted(report["files"])
     for f in sf.FILES:
         assert os.path.exists(os.path.join(out, f + ".onnx")), f
     assert os.path.exists(os.path.join(out, "config.json"))
+    check_merged_of_set(model, mode, target, out, report)
     if mode == "dynamic":
         assert "greedy_fidelity" not in report and report["decoder_calibration_samples"] == 0
         return
@@ -278,6 +360,12 @@ for m in MODELS:
             t.check(f"{m}/{f}: octet quantize --mode {mode}", check_octet_quantize, m, f, mode)
     for mode in ("static", "dynamic"):
         t.check(f"{m}: octet quantize on the set folder, --mode {mode}", check_set_quantize, m, mode)
+    t.check(f"{m}: octet quantize on the set folder, --mode dynamic --target ort", check_set_quantize, m, "dynamic",
+            "ort")
+    if m != "whisper":  # Whisper's prompt is log-mel features, not ids
+        t.check(f"{m}: the quantized merged decoder alone generates what the quantized split files do",
+                check_merged_generates, m)
     t.check(f"{m}: octet quantize on the merged file says its If stays float", check_merged_quantize_says_why, m)
 t.check("a set folder missing a file is named before anything is written", check_incomplete_set_named)
+t.check("a merged decoder not in optimum's layout is named", check_foreign_merged_named)
 t.finish()

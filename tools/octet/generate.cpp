@@ -29,7 +29,7 @@ struct Options {
   std::string model, tokenizer, prompt, prompt_ids, stop_ids, out;
   std::vector<std::string> encoder_inputs;
   v1::GenerationOptions gen;
-  int threads = 0, level = 2;
+  int threads = 0, level = 2, repeat = 1;
   bool json = false, seq2seq = false, ignore_eos = false;
 };
 
@@ -153,26 +153,29 @@ void generate_command(Options o) {
       std::cout << token << ' ' << std::flush;
       return true;
     };
+  if (o.repeat < 1) fail("--repeat must be at least 1, got ", o.repeat);
+  // --repeat: the same generation again on the loaded models; the timings reported are the
+  // last run's (warm: oneDNN primitives created, memory arenas sized), each run's in "runs".
   v1::GenerationResult r;
+  std::vector<v1::GenerationResult> runs;
   if (seq2seq) {
     v1::Seq2SeqGenerator g(o.model, so);
-    if (features) {
-      v1::NamedTensors in;
-      for (const std::string& item : o.encoder_inputs) {
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos || eq == 0) fail("--encoder-input: '", item, "' is not NAME=FILE.npy");
-        const ::octet::Tensor t = read_npy(item.substr(eq + 1));
-        in.emplace_back(item.substr(0, eq), v1::Tensor::copy(static_cast<v1::ElementType>(t.dtype()), t.shape(), t.raw()));
-      }
-      r = g.generate(in, o.gen, stream);
-    } else {
-      r = g.generate(prompt, o.gen, stream);
+    v1::NamedTensors in;
+    for (const std::string& item : o.encoder_inputs) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) fail("--encoder-input: '", item, "' is not NAME=FILE.npy");
+      const ::octet::Tensor t = read_npy(item.substr(eq + 1));
+      in.emplace_back(item.substr(0, eq), v1::Tensor::copy(static_cast<v1::ElementType>(t.dtype()), t.shape(), t.raw()));
     }
+    for (int i = 0; i < o.repeat; ++i) runs.push_back(features ? g.generate(in, o.gen, i + 1 == o.repeat ? stream : nullptr)
+                                                               : g.generate(prompt, o.gen, i + 1 == o.repeat ? stream : nullptr));
+    r = runs.back();
     if (!o.json && o.gen.num_beams > 1)
       for (int64_t t : r.tokens) std::cout << t << ' ';
   } else {
     v1::Generator g(o.model, so);
-    r = g.generate(prompt, o.gen, stream);
+    for (int i = 0; i < o.repeat; ++i) runs.push_back(g.generate(prompt, o.gen, i + 1 == o.repeat ? stream : nullptr));
+    r = runs.back();
   }
   if (!o.json) std::cout << "\n";
   if (!o.out.empty()) write_npy(o.out, ::octet::Tensor::from_vector<int64_t>({static_cast<int64_t>(r.tokens.size())}, r.tokens));
@@ -190,6 +193,15 @@ void generate_command(Options o) {
               {"peak_rss_bytes", peak_rss_bytes()},
               {"stop_reason", r.stop_reason}};
     j["text"] = have_text ? json(decoded) : json(nullptr);
+    if (o.repeat > 1) {
+      json each = json::array();
+      for (const v1::GenerationResult& x : runs)
+        each.push_back({{"time_to_first_token_ms", x.timings.time_to_first_token_ms},
+                        {"decode_tokens_per_second", x.timings.decode_tokens_per_second},
+                        {"total_ms", x.timings.total_ms},
+                        {"same_ids", x.tokens == r.tokens}});
+      j["runs"] = each;
+    }
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -230,6 +242,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--level", opts->level, "Optimization level 0, 1 or 2 (default 2)");
   cmd->add_option("--out", opts->out, "Write the new ids to FILE.npy");
   cmd->add_flag("--json", opts->json, "Print ids, text and timings as JSON");
+  cmd->add_option("--repeat", opts->repeat,
+                  "Generate N times on the loaded models and report the last run's timings (benchmarks: warm runs; "
+                  "--json lists every run)");
   cmd->footer(kFooter);
   cmd->callback([opts] { generate_command(*opts); });
 }

@@ -181,6 +181,7 @@ void quantize_set(const Options& o, const quant::QuantizeJob& base) {
   job.base.save.external_data = o.external_data;
   job.base.progress = !o.quiet;
   job.base.smoothing = quant::parse_smoothing(o.smoothquant, base.options.mode, o.smooth_min_outlier, "--smoothquant");
+  job.smoothing_requested = !o.smoothquant.empty();
   job.base.explain = o.explain;
   if (o.max_drop >= 0) job.base.max_drop = o.max_drop;
   job.base.metric = quant::parse_metric(o.metric);

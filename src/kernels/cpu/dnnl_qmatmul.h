@@ -97,5 +97,7 @@ class QMatMulState : public KernelState {
 void register_qmatmul(KernelRegistry& r);
 // Registers ai.onnx MatMulInteger and QLinearMatMul (dnnl_qgemm_onnx.cpp).
 void register_qgemm_onnx(KernelRegistry& r);
+// Registers ai.onnx ConvInteger (im2col + the int8 product; dnnl_conv_integer.cpp).
+void register_conv_integer(KernelRegistry& r);
 
 }  // namespace octet::dnnl_cpu

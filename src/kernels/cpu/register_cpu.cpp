@@ -15,6 +15,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   dnnl_cpu::register_conv_transpose(r);  // ConvTranspose, float32 (oneDNN deconvolution)
   dnnl_cpu::register_qmatmul(r);      // octet.QMatMul (oneDNN int8)
   dnnl_cpu::register_qgemm_onnx(r);   // MatMulInteger, QLinearMatMul (oneDNN int8)
+  dnnl_cpu::register_conv_integer(r); // ConvInteger (im2col + oneDNN int8)
   cpu::register_matmul_nbits(r);     // com.microsoft.MatMulNBits, 4/8-bit weights (GEMV + panel sgemm)
   cpu::register_cpu_quantize(r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
   register_cpu_attention(r);          // octet.Attention, octet.QAttention

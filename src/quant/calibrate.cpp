@@ -24,6 +24,8 @@ struct TensorStats {
   // stable last axis (rank 0, or a last dim that changes between samples).
   std::vector<float> channel_min, channel_max;
   bool channels_usable = true;
+  // With a histogram: each observation's finite min and max (keep_recurring_extremes).
+  std::vector<float> sample_min, sample_max;
 
   void observe(const Tensor& t) {
     const float* x = t.data<float>();
@@ -31,6 +33,13 @@ struct TensorStats {
     if (minmax) return minmax->observe(x, n);
     histogram->observe(x, n);
     observe_channels(t);
+    observe_extremes(x, n);
+  }
+  void observe_extremes(const float* x, size_t n) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (size_t i = 0; i < n; ++i)
+      if (std::isfinite(x[i])) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+    if (lo <= hi) sample_min.push_back(lo), sample_max.push_back(hi);
   }
   void observe_channels(const Tensor& t) {
     if (!channels_usable || t.numel() == 0) return;
@@ -64,10 +73,12 @@ Range clipped_range(const TensorStats& s, const QuantizeOptions& o) {
   return minmax_range(*s.minmax);
 }
 
-// The method's range, never clipping an outlier channel (see keep_outlier_channels).
+// The method's range, never clipping an outlier channel nor a magnitude most samples
+// reach (keep_outlier_channels, keep_recurring_extremes).
 Range choose_range(const TensorStats& s, const QuantizeOptions& o) {
   const Range r = clipped_range(s, o);
-  return s.minmax ? r : keep_outlier_channels(r, s.channel_min, s.channel_max);
+  if (s.minmax) return r;
+  return keep_recurring_extremes(keep_outlier_channels(r, s.channel_min, s.channel_max), s.sample_min, s.sample_max);
 }
 
 }  // namespace

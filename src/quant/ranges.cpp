@@ -1,6 +1,7 @@
 #include "quant/ranges.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -256,6 +257,19 @@ Range keep_outlier_channels(Range r, const std::vector<float>& channel_min, cons
     r.lo = std::min(r.lo, channel_min[j]);
     r.hi = std::max(r.hi, channel_max[j]);
   }
+  return r;
+}
+
+Range keep_recurring_extremes(Range r, std::vector<float> sample_min, std::vector<float> sample_max) {
+  if (sample_min.size() != sample_max.size())
+    fail("keep_recurring_extremes: ", sample_min.size(), " sample minima but ", sample_max.size(), " maxima");
+  if (sample_max.empty()) return r;
+  // The lower median of the maxima (upper of the minima): with two samples, what both reach.
+  const auto half = static_cast<std::ptrdiff_t>((sample_max.size() - 1) / 2);
+  std::nth_element(sample_max.begin(), sample_max.begin() + half, sample_max.end());
+  std::nth_element(sample_min.begin(), sample_min.begin() + half, sample_min.end(), std::greater<float>());
+  r.hi = std::max(r.hi, sample_max[static_cast<size_t>(half)]);
+  r.lo = std::min(r.lo, sample_min[static_cast<size_t>(half)]);
   return r;
 }
 

@@ -281,6 +281,24 @@ TEST(ObserverRanges, MseKeepsAUniformRangeAndEntropyKeepsOneSidedLoAtMin) {
   expect_error([&] { entropy_range(h, 2); }, "quant_levels must be in [4, 65536]");
 }
 
+TEST(ObserverRanges, ExtremesMostSamplesReachAreNeverClipped) {
+  // Five samples' maxima 9, 1, 8, 7, 2 (median 7) and minima -1, -6, -2, -5, -3 (median -3).
+  const std::vector<float> lo{-1, -6, -2, -5, -3}, hi{9, 1, 8, 7, 2};
+  Range r = keep_recurring_extremes({-2, 4}, lo, hi);
+  EXPECT_EQ(r.lo, -3.0f);
+  EXPECT_EQ(r.hi, 7.0f);
+  // Never narrows; an even count takes the lower median of the maxima (what half reach).
+  r = keep_recurring_extremes({-10, 10}, lo, hi);
+  EXPECT_EQ(r.lo, -10.0f);
+  EXPECT_EQ(r.hi, 10.0f);
+  r = keep_recurring_extremes({0, 1}, {-4, -2}, {3, 5});
+  EXPECT_EQ(r.lo, -2.0f);
+  EXPECT_EQ(r.hi, 3.0f);
+  r = keep_recurring_extremes({0, 1}, {}, {});
+  EXPECT_EQ(r.hi, 1.0f);
+  expect_error([&] { keep_recurring_extremes({0, 1}, {0, 0}, {1}); }, "2 sample minima but 1 maxima");
+}
+
 TEST(ObserverRanges, OutlierChannelsAreNeverClipped) {
   // Channels 0-5 reach |x| = 1, channel 6 reaches 10 on the high side, channel 7 -20 on
   // the low side: median channel max |x| = 1, so with ratio 4 channels 6 and 7 are outliers.

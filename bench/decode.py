@@ -130,7 +130,7 @@ def cpu_info():
 
 
 def stamp_ok(folder, sources):
-    """The folder's prepare.json exists and is newer than every source."""
+    """The folder's prepare.json exists and was made from these sources (common.up_to_date)."""
     import common
 
     return common.up_to_date(os.path.join(folder, "prepare.json"), *sources)
@@ -158,7 +158,7 @@ def prepare(engine, precision, src, a, log):
             ok, msg = run_step(cmd, a.prepare_timeout)
             if not ok:
                 return None, msg
-            write_stamp(folder, {"engine": "octet", "precision": precision, "recipe": " ".join(cmd[1:])})
+            write_stamp(folder, {"engine": "octet", "precision": precision, "recipe": " ".join(cmd[1:])}, sources)
         log[f"{engine} {precision}"] = read_stamp(folder)
         return out, None
     if engine == "ortloop":
@@ -169,14 +169,17 @@ def prepare(engine, precision, src, a, log):
         ok, out = run_step(cmd, a.prepare_timeout)
         if not ok:
             return None, out
-        write_stamp(folder, json.loads(out.strip().splitlines()[-1]))
+        write_stamp(folder, json.loads(out.strip().splitlines()[-1]), sources)
     log[f"{engine} {precision}"] = read_stamp(folder)
     return folder, None
 
 
-def write_stamp(folder, info):
+def write_stamp(folder, info, sources):
+    import common
+
     with open(os.path.join(folder, "prepare.json"), "w") as f:
         json.dump(info, f, indent=1)
+    common.record_sources(os.path.join(folder, "prepare.json"), *sources)
 
 
 def read_stamp(folder):

@@ -5,6 +5,7 @@ Everything written goes under exports_dir(): $OCTET_MODEL_CACHE/exports, else ~/
 standard library is imported at module level, so the torch-side scripts (Debian's /usr/bin/python3)
 can use it too."""
 import hashlib
+import json
 import os
 import sys
 
@@ -45,12 +46,44 @@ def file_sha256(path):
     return h.hexdigest()
 
 
+def _digests(sources):
+    """Scripts by content; large data files (a model a recipe starts from) by size and time,
+    since they are made in the cache, never checked out, and hashing them takes seconds."""
+    out = {}
+    for s in sources:
+        st = os.stat(s)
+        if st.st_size > (1 << 20):
+            out[os.path.basename(s)] = f"{st.st_size} bytes, mtime {st.st_mtime_ns}"
+            continue
+        with open(s, "rb") as f:
+            out[os.path.basename(s)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
 def up_to_date(target, *sources):
-    """True when target exists and is newer than every source (the scripts that made it included)."""
+    """True when target exists and was made by these sources (the scripts that made it).
+
+    Judged by the sources' contents, recorded beside the target (TARGET.sources.json), not
+    by modification times: a fresh clone or worktree has every script newer than the shared
+    cache in ~/.cache/octet, and took that for a reason to export again over it. A target
+    made before the record existed is judged by time once, then recorded."""
     if not os.path.exists(target):
         return False
+    stamp = target + ".sources.json"
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            return json.load(f) == _digests(sources)
     t = os.path.getmtime(target)
-    return all(os.path.getmtime(s) <= t for s in sources)
+    fresh = all(os.path.getmtime(s) <= t for s in sources)
+    if fresh:
+        record_sources(target, *sources)
+    return fresh
+
+
+def record_sources(target, *sources):
+    """Note which sources made target (after making it), for up_to_date."""
+    with open(target + ".sources.json", "w") as f:
+        json.dump(_digests(sources), f, indent=1, sort_keys=True)
 
 
 def minilm_tokenizer(max_length=128):

@@ -109,6 +109,7 @@ def ensure_seq2seq(name):
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{SEQ2SEQ_SCRIPT} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    common.record_sources(info, SEQ2SEQ_SCRIPT)
     return folder
 
 
@@ -156,6 +157,7 @@ def ensure(name):
             "exported_with": versions, "checks": checks, "log": proc.stdout.strip().splitlines()[-3:]}
     with open(info_path, "w") as f:
         json.dump(info, f, indent=1)
+    common.record_sources(info_path, script, os.path.join(HERE, "common.py"))
     return out
 
 

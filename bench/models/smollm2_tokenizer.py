@@ -26,6 +26,7 @@ def ensure():
     eos = int(r.fields["tokenizer.ggml.eos_token_id"].contents())
     with open(config, "w") as f:
         json.dump({"eos_token_id": eos}, f)
+    common.record_sources(path, __file__, os.path.join(common.HERE, "common.py"))
     return folder
 
 

@@ -124,6 +124,7 @@ def main():
     p.add_argument("--past", type=int, default=16, help="cached decoder tokens before the timed step")
     p.add_argument("--out", default=None)
     p.add_argument("--check", action="store_true", help="also check octet against onnxruntime on every file")
+    p.add_argument("--fp32-only", action="store_true", help="time the exported fp32 files only (no int8 variants)")
     p.add_argument("--baseline-octet", default=None,
                    help="a second octet CLI (e.g. main's build) timed in the same interleaved rounds as 'octet-baseline'")
     a = p.parse_args()
@@ -138,7 +139,8 @@ def main():
                 results.setdefault("checks", {})[name] = check(folder, a.octet, tmp)
             plan = []
             for f in ("encoder_model", "decoder_with_past_model"):
-                for variant, path in quantized(folder, f, a.octet, tmp).items():
+                variants = {"fp32": os.path.join(folder, f + ".onnx")} if a.fp32_only else quantized(folder, f, a.octet, tmp)
+                for variant, path in variants.items():
                     engines = ["octet"] if variant == "int8 octet" else ["octet", "ort"]
                     if a.baseline_octet:
                         engines.insert(1, "octet-baseline")

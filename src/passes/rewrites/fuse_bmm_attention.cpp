@@ -114,8 +114,13 @@ bool match(Node* softmax, Match& m) {
   Value* scores4 = nullptr;
   if (back) {
     if (!add || !single_use(back->input(0))) return false;
-    for (int i = 0; i < 2 && !scores4; ++i)
-      if (producer(add->input(i), "Reshape") && single_use(add->input(i))) scores4 = add->input(i);
+    // The scores' side: a Reshape of the product (maybe scaled); the mask may be a Reshape too.
+    for (int i = 0; i < 2 && !scores4; ++i) {
+      const Node* r = producer(add->input(i), "Reshape");
+      const Value* below = r ? r->input(0) : nullptr;
+      if (below && scaling(below->producer())) below = scaling(below->producer())->second;
+      if (r && single_use(add->input(i)) && producer(below, "MatMul")) scores4 = add->input(i);
+    }
     if (!scores4) return false;
     m.mask = other_input(add, scores4);
     const DimVector* md = dims_of(m.mask);

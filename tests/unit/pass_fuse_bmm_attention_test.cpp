@@ -23,6 +23,7 @@ struct Options {
   Kv kv = Kv::Projections;
   int64_t s = 5, past = 0, t = 5;  // query rows, cached rows, key rows
   bool mask = false;
+  bool mask_first_reshaped = false;  // the mask is the Add's first input and itself a Reshape
   float score_scale = 0;  // a Mul of the scores when non-zero (BART scales Q instead)
 };
 
@@ -82,7 +83,13 @@ std::shared_ptr<Graph> bmm_chain(const Options& o) {
     shape_const(p, "scores4_shape", {B, H, o.s, o.t});
     shape_const(p, "scores3_shape", {B * H, o.s, o.t});
     p.node("Reshape", {s, "scores4_shape"}, {"scores4"});
-    p.node("Add", {"scores4", "mask"}, {"masked4"});
+    if (o.mask_first_reshaped) {
+      shape_const(p, "mask_shape", {B, 1, o.s, o.t});
+      p.node("Reshape", {"mask", "mask_shape"}, {"mask_view"});
+      p.node("Add", {"mask_view", "scores4"}, {"masked4"});
+    } else {
+      p.node("Add", {"scores4", "mask"}, {"masked4"});
+    }
     p.node("Reshape", {"masked4", "scores3_shape"}, {"masked"});
     s = "masked";
   }
@@ -170,6 +177,17 @@ TEST(FuseBmmAttention, CrossAttentionReadsTheEncoderKeysAndValuesInPlace) {
       EXPECT_EQ(n->input(1)->name(), "k4");  // past_key_values.N.encoder.key, no copy
       EXPECT_EQ(n->input(3)->name(), "mask");
     }
+}
+
+TEST(FuseBmmAttention, TellsTheScoresFromAMaskThatIsAlsoAReshape) {
+  Options o;
+  o.kv = Kv::CrossInputs;
+  o.s = 2, o.t = 7;
+  o.mask = o.mask_first_reshaped = true;
+  auto g = fuse(o, passes::fuse_bmm_attention());
+  ASSERT_EQ(testing::count_ops(*g, "GroupedAttention", "octet"), 1);
+  for (const Node* n : g->nodes())
+    if (n->op_type() == "GroupedAttention") EXPECT_EQ(n->input(3)->name(), "mask_view");
 }
 
 TEST(FuseBmmAttention, LeavesAChainWhoseProbabilitiesAreReadElsewhere) {

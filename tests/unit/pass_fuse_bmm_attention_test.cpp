@@ -6,6 +6,8 @@
 // themselves are checked against onnxruntime in tests/python/test_seq2seq_attention.py.
 #include <gtest/gtest.h>
 
+#include "onnx/model_io.h"
+#include "onnx/subgraph.h"
 #include "pass_test_util.h"
 #include "passes/pattern.h"
 
@@ -237,6 +239,28 @@ TEST(FuseGroupedAttention, T5UnscaledWithPositionBiasAndTheKeyTransposedFromItsH
       EXPECT_EQ(n->input(1)->name(), "present_key");
       EXPECT_EQ(n->input(3)->name(), "position_bias");
     }
+}
+
+// decoder_model_merged: `octet optimize` writes the If's branches as they are, but the If
+// kernel loads each branch (load_subgraph) and optimizes it before running it: both
+// branches' attention fuses there, as in the split files.
+TEST(FuseBmmAttention, MergedDecoderBranchesFuseAsTheIfKernelLoadsThem) {
+  for (const char* model : {"marian", "whisper", "t5"}) {
+    Model m = load_model(std::string(OCTET_SOURCE_DIR) + "/tests/models/fixtures/seq2seq/" + model +
+                         "/decoder_model_merged.onnx");
+    const Node* branch_if = nullptr;
+    for (const Node* n : m.graph->nodes())
+      if (n->op_type() == "If") branch_if = n;
+    ASSERT_TRUE(branch_if) << model;
+    for (const char* attr : {"then_branch", "else_branch"}) {
+      Model branch = load_subgraph(*branch_if, attr);
+      const int softmaxes = testing::count_ops(*branch.graph, "Softmax");
+      optimize(*branch.graph);
+      EXPECT_EQ(softmaxes, 4) << model << " " << attr;  // 2 layers x (self + cross)
+      EXPECT_EQ(testing::count_ops(*branch.graph, "GroupedAttention", "octet"), softmaxes) << model << " " << attr;
+      EXPECT_EQ(testing::count_ops(*branch.graph, "Softmax"), 0) << model << " " << attr;
+    }
+  }
 }
 
 }  // namespace

@@ -12,7 +12,9 @@ it). Variants:
   fp32            the exported file: octet and onnxruntime
   int8 octet      `octet quantize --mode dynamic` (run by octet)
   int8 ort        onnxruntime's quantize_dynamic, per-channel (run by onnxruntime and by octet)
-Each engine runs in its own process (bench/compare.py run_engine), and the variants are
+--baseline-octet PATH adds another octet build (say main's, before a change) to every
+octet row as "octet-baseline", in the same rounds. Each engine runs in its own process
+(bench/compare.py run_engine), and the variants are
 interleaved round by round; the best p50 per variant is kept. Results: a JSON into
 bench/results/ with `uptime` load before and after, since the machine is shared."""
 import argparse
@@ -122,6 +124,9 @@ def main():
     p.add_argument("--past", type=int, default=16, help="cached decoder tokens before the timed step")
     p.add_argument("--out", default=None)
     p.add_argument("--check", action="store_true", help="also check octet against onnxruntime on every file")
+    p.add_argument("--fp32-only", action="store_true", help="time the exported fp32 files only (no int8 variants)")
+    p.add_argument("--baseline-octet", default=None,
+                   help="a second octet CLI (e.g. main's build) timed in the same interleaved rounds as 'octet-baseline'")
     a = p.parse_args()
     started = datetime.datetime.now(datetime.timezone.utc)
     results = {"started": started.isoformat(), "load_before": load(), "settings": vars(a), "models": {}}
@@ -134,13 +139,20 @@ def main():
                 results.setdefault("checks", {})[name] = check(folder, a.octet, tmp)
             plan = []
             for f in ("encoder_model", "decoder_with_past_model"):
-                for variant, path in quantized(folder, f, a.octet, tmp).items():
+                variants = {"fp32": os.path.join(folder, f + ".onnx")} if a.fp32_only else quantized(folder, f, a.octet, tmp)
+                for variant, path in variants.items():
                     engines = ["octet"] if variant == "int8 octet" else ["octet", "ort"]
+                    if a.baseline_octet:
+                        engines.insert(1, "octet-baseline")
                     plan += [(f, variant, e, path) for e in engines]
             for r in range(a.rounds):
                 for f, variant, engine, path in plan:
                     print(f"[{name}] round {r + 1}/{a.rounds}: {f} {variant} on {engine}", file=sys.stderr, flush=True)
-                    rep = compare.run_engine(engine, a, path, {}, inputs[f], os.path.join(tmp, "out.npz"))
+                    if engine == "octet-baseline":  # the same runs, another build of the CLI
+                        base = argparse.Namespace(**{**vars(a), "octet": a.baseline_octet})
+                        rep = compare.run_engine("octet", base, path, {}, inputs[f], os.path.join(tmp, "out.npz"))
+                    else:
+                        rep = compare.run_engine(engine, a, path, {}, inputs[f], os.path.join(tmp, "out.npz"))
                     e = entry.setdefault(f, {}).setdefault(f"{variant} / {engine}", {"rounds_p50_ms": []})
                     e["rounds_p50_ms"].append(rep.get("p50_ms"))
                     if "p50_ms" not in rep:

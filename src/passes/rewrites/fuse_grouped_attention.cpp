@@ -5,11 +5,14 @@
 //   K [B,G,T,D] (present.N.key: Concat(past, new) stays, the model's output)
 //     [-> repeat_kv: Unsqueeze(axes [2]) -> Expand [B,G,n,T,D] -> Reshape [B,G*n,T,D]]
 //     -> Transpose(0,1,3,2)
-//   MatMul(Q [B,H,S,D], K^T) -> Div|Mul by a scalar constant
+//     (or, T5 without past: Transpose(0,2,3,1) of the head split [B,T,H,D] whose
+//      Transpose(0,2,1,3) is K, present.N.key)
+//   MatMul(Q [B,H,S,D], K^T) [-> Div|Mul by a scalar constant]   (T5: none, scale 1)
 //     [-> Where(keep, s, fill constant)]   (GPT-2's causal Where)
 //     [-> Add(., mask)]                    (Llama's [B,1,S,T] causal+padding mask; GPT-2's padding)
 //   -> Softmax(-1) -> MatMul(., V [repeat_kv'd as K]) -> Transpose(0,2,1,3) -> Reshape [B,S,H*Dv]
-// Llama (GQA, G = 3 of H = 9 for SmolLM2) and GPT-2 (MHA, G = H) both write it. RoPE and
+// Llama (GQA, G = 3 of H = 9 for SmolLM2), GPT-2 (MHA, G = H) and T5's decoders (MHA, the
+// relative position bias + mask as the mask) write it. RoPE and
 // the mask construction stay in the graph; fuse_attention runs first and keeps the
 // attention blocks it fuses (prompt-only exports), so this pass only takes what it leaves.
 //
@@ -20,10 +23,10 @@
 // results inside the chain read by anything else (but shape computations feeding only the
 // chain) leave the block alone.
 #include <cmath>
-#include <set>
 
 #include "ops/infer.h"
 #include "passes/pattern.h"
+#include "passes/rewrites/attention_chain.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
@@ -79,6 +82,15 @@ Value* through_repeat_kv(Value* x, std::vector<Node*>& nodes) {
   return kv;
 }
 
+// K [B,H,T,D] when `split` [B,T,H,D] (a head-split Reshape's result) is also read by a
+// Transpose(0,2,1,3): K^T = Transpose(0,2,3,1)(split) is that K's Transpose(0,1,3,2).
+Value* present_key_of(Value* split) {
+  if (!rank_is(split, 4) || !producer(split, "Reshape")) return nullptr;
+  for (const Use& u : split->uses())
+    if (is_op(u.node, "Transpose") && u.index == 0 && perm_is(u.node, {0, 2, 1, 3})) return u.node->output(0);
+  return nullptr;
+}
+
 bool match(Node* softmax, Match& m) {
   m.softmax = softmax;
   const int64_t axis = softmax->attr_int("axis", -1);
@@ -92,10 +104,15 @@ bool match(Node* softmax, Match& m) {
     auto scaled = [](const Value* x) {
       return producer(x, "Div") || producer(x, "Mul");
     };
+    // T5 does not scale: its scores are the product itself, Q.K^T with K^T a Transpose.
+    auto unscaled = [](const Value* x) {
+      const Node* mm = producer(x, "MatMul");
+      return mm && producer(mm->input(1), "Transpose");
+    };
     auto is_scores = [&](const Value* x) {
       if (!single_use(x)) return false;
       const Node* w = producer(x, "Where");
-      return scaled(x) || (w && scaled(w->input(1)));
+      return scaled(x) || unscaled(x) || (w && scaled(w->input(1)));
     };
     const int i = is_scores(add->input(0)) ? 0 : is_scores(add->input(1)) ? 1 : -1;
     if (i < 0 || !rank_is(add->output(0), 4)) return false;
@@ -114,11 +131,11 @@ bool match(Node* softmax, Match& m) {
     s = where->input(1);
     m.nodes.push_back(where);
   }
-  // Div|Mul by a scalar constant
+  // Div|Mul by a scalar constant, or none (T5: scale 1)
   Node* sc = producer(s, "Div");
   if (!sc) sc = producer(s, "Mul");
-  if (!sc) return false;
-  Value* prod = nullptr;
+  if (!sc && !producer(s, "MatMul")) return false;
+  Value* prod = sc ? nullptr : s;
   for (int i = 0; i < 2 && !prod; ++i) {
     const auto c = scalar_constant(sc->input(1 - i));
     if (!c || (is_op(sc, "Div") && i == 1)) continue;
@@ -127,17 +144,24 @@ bool match(Node* softmax, Match& m) {
     m.scale = is_op(sc, "Div") ? 1.0 / *c : *c;
   }
   if (!prod || !single_use(prod) || !std::isfinite(m.scale) || m.scale == 0) return false;
-  m.nodes.push_back(sc);
+  if (sc) m.nodes.push_back(sc);
   Node* qk = producer(prod, "MatMul");
   if (!qk) return false;
   m.nodes.push_back(qk);
   m.q = qk->input(0);
   Node* kt = producer(qk->input(1), "Transpose");
-  if (!kt || !perm_is(kt, {0, 1, 3, 2}) || !single_use(qk->input(1)) || !rank_is(m.q, 4)) return false;
+  if (!kt || !single_use(qk->input(1)) || !rank_is(m.q, 4)) return false;
   m.nodes.push_back(kt);
-  if (kt->input(0)->producer() && is_op(kt->input(0)->producer(), "Reshape") && !single_use(kt->input(0)))
-    return false;
-  m.k = through_repeat_kv(kt->input(0), m.nodes);
+  if (perm_is(kt, {0, 2, 3, 1})) {
+    // T5 without past: K^T is Transpose(0,2,3,1) of the head split [B,T,H,D], whose
+    // Transpose(0,2,1,3) (present.N.key) is K.
+    m.k = present_key_of(kt->input(0));
+  } else {
+    if (!perm_is(kt, {0, 1, 3, 2})) return false;
+    if (kt->input(0)->producer() && is_op(kt->input(0)->producer(), "Reshape") && !single_use(kt->input(0)))
+      return false;
+    m.k = through_repeat_kv(kt->input(0), m.nodes);
+  }
   // After the Softmax: MatMul(P, V) -> Transpose(0,2,1,3) -> Reshape [B,S,H*Dv]
   Node* pv = sole_consumer(softmax->output(0));
   if (!m.k || !pv || !is_op(pv, "MatMul") || pv->input(0) != softmax->output(0)) return false;
@@ -176,42 +200,9 @@ bool match(Node* softmax, Match& m) {
   return true;
 }
 
-// Shape computations reading results inside the chain; false when one of them (or what it
-// feeds) reaches anything that outlives the chain.
-bool dying_readers(const Match& m, std::vector<Node*>& dying) {
-  constexpr size_t kMaxDying = 64;
-  const std::set<const Node*> chain(m.nodes.begin(), m.nodes.end());
-  std::set<const Node*> seen;
-  std::vector<Node*> work;
-  for (const Node* n : m.nodes) {
-    if (n == m.reshape) continue;  // its readers move to Y
-    for (const Value* out : n->outputs()) {
-      if (!out) continue;
-      if (out->is_graph_output() || read_by_subgraph(out)) return false;
-      for (const Use& u : out->uses())
-        if (!chain.count(u.node)) work.push_back(u.node);
-    }
-  }
-  while (!work.empty()) {
-    Node* n = work.back();
-    work.pop_back();
-    if (chain.count(n) || !seen.insert(n).second) continue;
-    if (!n->implicit_inputs().empty() || seen.size() > kMaxDying) return false;
-    dying.push_back(n);
-    for (const Value* out : n->outputs()) {
-      if (!out) continue;
-      if (out->is_graph_output() || read_by_subgraph(out)) return false;
-      for (const Use& u : out->uses()) work.push_back(u.node);
-    }
-  }
-  for (const Value* in : {m.q, m.k, m.v, m.mask, m.keep})
-    if (in && in->producer() && (seen.count(in->producer()) || chain.count(in->producer()))) return false;
-  return true;
-}
-
 bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& removed) {
   std::vector<Node*> dying;
-  if (!dying_readers(m, dying) || read_by_subgraph(m.reshape->output(0))) return false;
+  if (!chain_dying_readers(m.nodes, m.reshape, {m.q, m.k, m.v, m.mask, m.keep}, dying) || read_by_subgraph(m.reshape->output(0))) return false;
   GraphPatch patch = make_patch(g);
   std::vector<Value*> inputs = {m.q, m.k, m.v, m.mask, m.keep};
   if (!m.keep) inputs.pop_back();

@@ -1,0 +1,235 @@
+// Attention in the per-head 3-D ("bmm") layout that transformers' BART family (Marian,
+// BART, mBART, Pegasus, Whisper) exports -> octet.Attention or octet.GroupedAttention.
+//
+// Pattern (anchored at the rank-3 Softmax), H heads, the 4-D tensors [B,H,.,D]:
+//   Q4 [B,H,S,D] -Reshape-> [B*H,S,D]
+//   K4 [B,H,T,D] -Reshape-> [B*H,T,D] -Transpose(0,2,1)->
+//   MatMul [B*H,S,T] [-> Div|Mul by a scalar constant]
+//     [-> Reshape [B,H,S,T] -> Add(., mask) -> Reshape [B*H,S,T]]   (padding / causal mask)
+//   -> Softmax(-1) -> MatMul(., V4 [B,H,T,Dv] -Reshape-> [B*H,T,Dv])
+//   -> Reshape [B,H,S,Dv] -> Transpose(0,2,1,3) -> Reshape [B,S,H*Dv]
+// The model scales Q (q_proj * 1/sqrt(D)) before the head split; that Mul stays (it folds
+// into q_proj's weights, fold_matmul_output_scale), so the op's scale is 1 unless the
+// scores themselves are scaled.
+//
+// K4 and V4 are what the model has at hand: in a decoder with past, present.N.decoder.*
+// = Concat(past, new) (graph outputs, kept: the in-place runner looks for exactly that
+// Concat) and the cross-attention's past_key_values.N.encoder.* inputs; in the first-step
+// decoder, the projections' head splits (present.N.encoder.*, graph outputs too). Those
+// become octet.GroupedAttention(Q4, K4, V4 [, mask]), which reads the 4-D tensors in place.
+// When Q4, K4 and V4 are all Transpose(0,2,1,3) of head-split Reshapes [B,S,H,D] of 3-D
+// projections read by this chain alone (an encoder's self-attention), the whole head split
+// goes too: octet.Attention(q, k, v [, mask]) on the projections, whose kernel packs K for
+// long sequences and whose Q/K/V the packing passes can merge.
+//
+// Every shape is proved from inference (B, S, T symbolic; H, D constants): the Reshapes to
+// [B*H,.,.] only merge B and H, the ones back only split them. The mask must be float32 of
+// rank <= 4; the fused op checks at run time that it broadcasts to [B,H,S,T] (where it
+// does not, the original Reshape after the Add fails too).
+#include <cmath>
+#include <optional>
+
+#include "ops/infer.h"
+#include "passes/pattern.h"
+#include "passes/rewrites/attention_chain.h"
+#include "passes/rewrites/rewrites.h"
+
+namespace octet::passes {
+namespace {
+
+struct Match {
+  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;  // the fused node's inputs
+  int64_t heads = 0;
+  double scale = 1;
+  bool projections = false;  // octet.Attention on the 3-D projections, else GroupedAttention on Q4/K4/V4
+  Node* softmax = nullptr;
+  Node* final_reshape = nullptr;  // its output is replaced by the fused node's
+  std::vector<Node*> nodes;
+};
+
+const DimVector* dims_of(const Value* v) { return v && v->type.dims ? &*v->type.dims : nullptr; }
+
+bool dims_are(const Value* v, const DimVector& want) {
+  const DimVector* d = dims_of(v);
+  return d && *d == want;
+}
+
+bool has_perm(const Node* n, const std::vector<int64_t>& perm) {
+  return is_op(n, "Transpose") && n->attr_ints("perm") == perm;
+}
+
+// The 4-D input of a Reshape producing `merged` = [B*H, L, D] from [B, H, L, D]; nullptr
+// when `merged` is not that. (Its other readers, the exporter's key_states.size(1), must
+// die with the chain: chain_dying_readers.)
+Value* unmerged(Value* merged, std::vector<Node*>& nodes) {
+  Node* r = producer(merged, "Reshape");
+  if (!r) return nullptr;
+  Value* x = r->input(0);
+  const DimVector* d = dims_of(x);
+  if (!d || d->size() != 4 || !(*d)[1].constant()) return nullptr;
+  if (!dims_are(merged, {(*d)[0] * (*d)[1], (*d)[2], (*d)[3]})) return nullptr;
+  nodes.push_back(r);
+  return x;
+}
+
+// x [B,S,E] when `split4` = Transpose(0,2,1,3)(Reshape [B,S,H,D](x)), both read only by
+// the chain (whose next node is the merging Reshape); the two nodes are appended.
+Value* projection_of(Value* split4, int64_t heads, std::vector<Node*>& nodes) {
+  Node* t = split4->producer();
+  if (!has_perm(t, {0, 2, 1, 3}) || !single_use(split4) || split4->is_graph_output()) return nullptr;
+  Node* r = producer(t->input(0), "Reshape");
+  if (!r || !single_use(t->input(0)) || t->input(0)->is_graph_output()) return nullptr;
+  Value* x = r->input(0);
+  const DimVector *in = dims_of(x), *out = dims_of(t->input(0));
+  if (!in || !out || in->size() != 3 || out->size() != 4) return nullptr;
+  if (!((*out)[0] == (*in)[0] && (*out)[1] == (*in)[1] && (*out)[2] == Dim(heads))) return nullptr;
+  if (!((*in)[2] == Dim(heads) * (*out)[3])) return nullptr;
+  nodes.insert(nodes.end(), {r, t});
+  return x;
+}
+
+// Div|Mul of the scores by a one-element constant: the factor, and the scores before it.
+std::optional<std::pair<double, Value*>> scaling(Node* n) {
+  if (!n || (!is_op(n, "Div") && !is_op(n, "Mul"))) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    if (is_op(n, "Div") && i == 1) break;
+    const auto c = scalar_constant(n->input(1 - i));
+    if (!c || *c == 0 || !std::isfinite(*c) || !is_scalar(n->input(1 - i), *c, n->input(i))) continue;
+    return std::make_pair(is_op(n, "Div") ? 1.0 / *c : *c, n->input(i));
+  }
+  return std::nullopt;
+}
+
+bool match(Node* softmax, Match& m) {
+  m.softmax = softmax;
+  Value* s = softmax->input(0);
+  const DimVector* sd = dims_of(s);
+  const int64_t axis = softmax->attr_int("axis", softmax->opset() >= 13 ? -1 : 1);
+  if (!sd || sd->size() != 3 || (axis != -1 && axis != 2) || !single_use(s) || s->type.dtype != DType::Float32)
+    return false;
+  m.nodes.push_back(softmax);
+  // [Reshape [B,H,S,T] -> Add(., mask) -> Reshape [B*H,S,T]]
+  Node* back = producer(s, "Reshape");
+  Node* add = back ? producer(back->input(0), "Add") : nullptr;
+  Value* scores4 = nullptr;
+  if (back) {
+    if (!add || !single_use(back->input(0))) return false;
+    // The scores' side: a Reshape of the product (maybe scaled); the mask may be a Reshape too.
+    for (int i = 0; i < 2 && !scores4; ++i) {
+      const Node* r = producer(add->input(i), "Reshape");
+      const Value* below = r ? r->input(0) : nullptr;
+      if (below && scaling(below->producer())) below = scaling(below->producer())->second;
+      if (r && single_use(add->input(i)) && producer(below, "MatMul")) scores4 = add->input(i);
+    }
+    if (!scores4) return false;
+    m.mask = other_input(add, scores4);
+    const DimVector* md = dims_of(m.mask);
+    if (!m.mask || m.mask == scores4 || m.mask->type.dtype != DType::Float32 || !md || md->size() > 4) return false;
+    Node* split = scores4->producer();
+    m.nodes.insert(m.nodes.end(), {back, add, split});
+    s = split->input(0);
+    if (!single_use(s)) return false;
+  }
+  if (auto sc = scaling(s->producer())) {
+    if (!single_use(sc->second)) return false;
+    m.nodes.push_back(s->producer());
+    m.scale = sc->first;
+    s = sc->second;
+  }
+  Node* qk = producer(s, "MatMul");
+  if (!qk) return false;
+  m.nodes.push_back(qk);
+  Node* kt = producer(qk->input(1), "Transpose");
+  if (!kt || !has_perm(kt, {0, 2, 1}) || !single_use(qk->input(1))) return false;
+  m.nodes.push_back(kt);
+  Value* q4 = unmerged(qk->input(0), m.nodes);
+  Value* k4 = unmerged(kt->input(0), m.nodes);
+  Node* pv = sole_consumer(softmax->output(0));
+  if (!q4 || !k4 || !is_op(pv, "MatMul") || pv->input(0) != softmax->output(0)) return false;
+  m.nodes.push_back(pv);
+  Value* v4 = unmerged(pv->input(1), m.nodes);
+  Node* split = sole_consumer(pv->output(0));
+  if (!v4 || !is_op(split, "Reshape") || split->input(0) != pv->output(0)) return false;
+  Node* merge = sole_consumer(split->output(0));
+  if (!has_perm(merge, {0, 2, 1, 3}) || merge->output(0)->is_graph_output()) return false;
+  m.nodes.insert(m.nodes.end(), {split, merge});
+  for (const Use& u : merge->output(0)->uses())
+    if (is_op(u.node, "Reshape") && u.index == 0) m.final_reshape = m.final_reshape ? nullptr : u.node;
+  if (!m.final_reshape || m.final_reshape->output(0)->is_graph_output()) return false;
+  m.nodes.push_back(m.final_reshape);
+
+  // Shapes: Q4 [B,H,S,D], K4 [B,H,T,D], V4 [B,H,T,Dv]; the scores [B*H,S,T] (and [B,H,S,T]
+  // around the mask), P.V [B*H,S,Dv] split back to [B,H,S,Dv], Y [B,S,H*Dv].
+  const DimVector &qd = *dims_of(q4), &kd = *dims_of(k4), &vd = *dims_of(v4);
+  const auto h = qd[1].constant(), d = qd[3].constant(), dv = vd[3].constant();
+  if (!h || !d || !dv || *h < 1 || !(kd[1] == qd[1]) || !(vd[1] == qd[1]) || !(kd[3] == qd[3])) return false;
+  if (!(kd[0] == qd[0]) || !(vd[0] == qd[0])) return false;
+  const Dim bh = qd[0] * qd[1];
+  if (!dims_are(qk->output(0), {bh, qd[2], kd[2]}) || !dims_are(softmax->output(0), {bh, qd[2], kd[2]})) return false;
+  if (scores4 && !dims_are(scores4, {qd[0], qd[1], qd[2], kd[2]})) return false;
+  if (!dims_are(split->output(0), {qd[0], qd[1], qd[2], vd[3]})) return false;
+  if (!dims_are(m.final_reshape->output(0), {qd[0], qd[2], Dim(*h * *dv)})) return false;
+  for (const Value* x : {q4, k4, v4})
+    if (x->type.dtype != DType::Float32) return false;
+  m.heads = *h;
+  // Encoder self-attention: all three head splits are the chain's own.
+  std::vector<Node*> splits;
+  Value* xq = projection_of(q4, *h, splits);
+  Value* xk = xq ? projection_of(k4, *h, splits) : nullptr;
+  Value* xv = xk ? projection_of(v4, *h, splits) : nullptr;
+  if (xv && dims_of(xk) && dims_of(xv) && (*dims_of(xk))[1] == (*dims_of(xv))[1]) {
+    m.projections = true;
+    m.nodes.insert(m.nodes.end(), splits.begin(), splits.end());
+    m.q = xq, m.k = xk, m.v = xv;
+  } else {
+    m.q = q4, m.k = k4, m.v = v4;
+  }
+  return true;
+}
+
+bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& removed) {
+  std::vector<Node*> dying;
+  if (!chain_dying_readers(m.nodes, m.final_reshape, {m.q, m.k, m.v, m.mask}, dying) ||
+      read_by_subgraph(m.final_reshape->output(0)))
+    return false;
+  GraphPatch patch = make_patch(g);
+  std::vector<Value*> inputs = {m.q, m.k, m.v};
+  if (m.mask) inputs.push_back(m.mask);
+  std::vector<Attribute> attrs = {Attribute::make_float("scale", static_cast<float>(m.scale))};
+  if (m.projections) {
+    attrs.push_back(Attribute::make_int("num_heads", m.heads));
+    attrs.push_back(Attribute::make_int("causal", 0));
+  }
+  const char* op = m.projections ? "Attention" : "GroupedAttention";
+  Node* fused = patch.add_node(op, inputs, 1, std::move(attrs), "octet", m.softmax->name() + "_bmm_attention");
+  if (!can_replace(m.final_reshape->output(0), fused->output(0))) return false;
+  patch.replace_uses(m.final_reshape->output(0), fused->output(0));
+  for (Node* n : m.nodes) patch.remove_node(n);
+  for (Node* n : dying) patch.remove_node(n);
+  if (!ctx.apply(patch)) return false;
+  import_octet_domain(g);
+  ctx.count(std::string("octet.") + op + "(bmm" + (m.mask ? ", mask" : "") + ")");
+  removed = m.nodes;
+  removed.insert(removed.end(), dying.begin(), dying.end());
+  return true;
+}
+
+bool run(Graph& g, PassContext& ctx) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n) || !is_op(n, "Softmax")) continue;
+    Match m;
+    if (!match(n, m)) continue;
+    bool stale = false;
+    for (const Node* p : m.nodes) stale |= removed.contains(p);
+    std::vector<Node*> gone;
+    if (!stale && apply(g, ctx, m, gone)) removed.add(gone);
+  }
+  return removed.any();
+}
+
+}  // namespace
+
+Pass fuse_bmm_attention() { return {"fuse_bmm_attention", run}; }
+
+}  // namespace octet::passes

@@ -1,4 +1,4 @@
-// Optimized ReduceSum / ReduceMean (float32, contiguous axes) against the reference: bit
+// Optimized ReduceSum / ReduceMean / ReduceMax (float32, contiguous axes) against the reference: bit
 // identical (both sum in double in flat order and round once) on first, middle, last and
 // multi-axis runs, negative axes, keepdims 0 and 1, empty reduced and kept dims, the
 // attribute form (old opsets) and the input form, one and several threads; scattered
@@ -48,7 +48,7 @@ TEST(CpuReduce, ContiguousAxesAreBitIdentical) {
       {{0, 5}, {1}},            // no outputs
       {{6}, {0}},               // everything
   };
-  for (const std::string op : {"ReduceSum", "ReduceMean"})
+  for (const std::string op : {"ReduceSum", "ReduceMean", "ReduceMax"})
     for (const Case& c : cases)
       for (int64_t keepdims : {0, 1})
         for (int64_t opset : {11, 18})
@@ -63,9 +63,32 @@ TEST(CpuReduce, ContiguousAxesAreBitIdentical) {
           }
 }
 
+// The max's special values as the reference has them: the first NaN wins, -0 and +0 keep
+// whichever came first, -inf and +inf are ordinary, all -inf stays -inf.
+TEST(CpuReduce, MaxKeepsTheReferencesRulesForSpecialValues) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  // Rows of 4 reduced over the last axis, and the same values reduced over the first.
+  const std::vector<float> v = {1, nan, 3, 2,       -0.0f, 0.0f, -1, -2,  0.0f, -0.0f, -3, -4,
+                                -inf, -inf, -inf, -inf, inf, 5, nan, 7,  -5, -6, -7, -8};
+  for (int64_t axis : {1, 0})
+    for (int threads : {1, 2}) {
+      const CpuCall call = reduce("ReduceMax", Tensor::from_vector<float>({6, 4}, v), {axis}, 1, 18, threads);
+      expect_matches_reference(call, kExact, "special values, axis " + std::to_string(axis));
+    }
+  const std::vector<Tensor> got = run_call(reduce("ReduceMax", Tensor::from_vector<float>({6, 4}, v), {1}, 0, 18, 1),
+                                           KernelChoice::Optimized);
+  const float* y = got.at(0).data<float>();
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_TRUE(std::signbit(y[1]) && y[1] == 0.0f);   // -0 first
+  EXPECT_TRUE(!std::signbit(y[2]) && y[2] == 0.0f);  // +0 first
+  EXPECT_EQ(y[3], -inf);
+  EXPECT_TRUE(std::isnan(y[4]));
+  EXPECT_EQ(y[5], -5.0f);
+}
+
 TEST(CpuReduce, OtherFormsRunTheReference) {
   // Scattered axes and no axes at all (every axis) give the reference's results through it.
-  for (const std::string op : {"ReduceSum", "ReduceMean"}) {
+  for (const std::string op : {"ReduceSum", "ReduceMean", "ReduceMax"}) {
     expect_matches_reference(reduce(op, values({2, 3, 5}, 7), {0, 2}, 1, 18, 1), kExact, op + " scattered");
     CpuCall all{op, {values({2, 3, 5}, 8)}, {Attribute::make_int("keepdims", 0)}};
     expect_matches_reference(all, kExact, op + " all axes");

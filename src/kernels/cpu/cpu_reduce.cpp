@@ -1,12 +1,16 @@
-// ReduceSum and ReduceMean over float32 when the reduced axes are one contiguous run of
-// dims (a BERT's mean pooling over the sequence, a LayerNorm written out over the last
-// axis): the input is [outer, R, inner], and each output sums its R inputs in double in
-// the reference's order (increasing flat index), then rounds once, so the results are the
-// reference's bit for bit. The reference walks every element through a broadcast index
+// ReduceSum, ReduceMean and ReduceMax over float32 when the reduced axes are one contiguous
+// run of dims (a BERT's mean pooling over the sequence, a LayerNorm written out over the
+// last axis, the row max of a softmax written out, as octet quantize --attention int8
+// writes it): the input is [outer, R, inner], and each output sums its R inputs in double
+// in the reference's order (increasing flat index), then rounds once, so the results are
+// the reference's bit for bit. The max keeps the reference's rules too: it starts from
+// -inf, the first NaN met wins, and of equal values the earlier stays (-0 before +0). The reference walks every element through a broadcast index
 // and a double conversion (~10 ns each); here the inner loop runs over `inner` contiguous
 // accumulators and vectorizes. Anything else (other types, scattered axes, the empty-axes
 // forms) runs the reference kernel, which also reports bad axes.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/simd_kernels.h"
@@ -59,12 +63,33 @@ std::optional<Runs> runs_of(const KernelContext& ctx, const Tensor& x) {
   return r;
 }
 
+void reduce_max(KernelContext& ctx, const Tensor& x, const Runs& r) {
+  Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, r.out_shape);
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  const int64_t reduced = r.reduced, inner = r.inner;
+  parallel_ranges(ctx, r.outer, x.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      float* out = py + o * inner;
+      std::fill(out, out + inner, -std::numeric_limits<float>::infinity());
+      for (int64_t k = 0; k < reduced; ++k) {
+        const float* row = px + (o * reduced + k) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          const float a = out[i], v = row[i];
+          out[i] = std::isnan(a) ? a : std::isnan(v) ? v : (a < v ? v : a);
+        }
+      }
+    }
+  });
+}
+
 void reduce_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != DType::Float32) return run_reference(ctx);
   const std::optional<Runs> r = runs_of(ctx, x);
   if (!r) return run_reference(ctx);
   const bool mean = ctx.node().op_type() == "ReduceMean";
+  if (ctx.node().op_type() == "ReduceMax") return reduce_max(ctx, x, *r);
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, r->out_shape);
   const float* px = x.data<float>();
   float* py = y.mutable_data<float>();
@@ -93,6 +118,7 @@ void reduce_kernel(KernelContext& ctx) {
 void register_cpu_reduce(KernelRegistry& r) {
   r.add("", "ReduceSum", reduce_kernel);
   r.add("", "ReduceMean", reduce_kernel);
+  r.add("", "ReduceMax", reduce_kernel);
 }
 
 }  // namespace octet::cpu

@@ -264,12 +264,13 @@ Range keep_recurring_extremes(Range r, std::vector<float> sample_min, std::vecto
   if (sample_min.size() != sample_max.size())
     fail("keep_recurring_extremes: ", sample_min.size(), " sample minima but ", sample_max.size(), " maxima");
   if (sample_max.empty()) return r;
-  // The lower median of the maxima (upper of the minima): with two samples, what both reach.
-  const auto half = static_cast<std::ptrdiff_t>((sample_max.size() - 1) / 2);
-  std::nth_element(sample_max.begin(), sample_max.begin() + half, sample_max.end());
-  std::nth_element(sample_min.begin(), sample_min.begin() + half, sample_min.end(), std::greater<float>());
-  r.hi = std::max(r.hi, sample_max[static_cast<size_t>(half)]);
-  r.lo = std::min(r.lo, sample_min[static_cast<size_t>(half)]);
+  // The maximum that all but the top 10% of samples stay under (nearest rank below): with
+  // ten samples, the second largest; with two, the smaller.
+  const auto rank = static_cast<std::ptrdiff_t>((sample_max.size() - 1) * 9 / 10);
+  std::nth_element(sample_max.begin(), sample_max.begin() + rank, sample_max.end());
+  std::nth_element(sample_min.begin(), sample_min.begin() + rank, sample_min.end(), std::greater<float>());
+  r.hi = std::max(r.hi, sample_max[static_cast<size_t>(rank)]);
+  r.lo = std::min(r.lo, sample_min[static_cast<size_t>(rank)]);
   return r;
 }
 

@@ -282,12 +282,14 @@ TEST(ObserverRanges, MseKeepsAUniformRangeAndEntropyKeepsOneSidedLoAtMin) {
 }
 
 TEST(ObserverRanges, ExtremesMostSamplesReachAreNeverClipped) {
-  // Five samples' maxima 9, 1, 8, 7, 2 (median 7) and minima -1, -6, -2, -5, -3 (median -3).
-  const std::vector<float> lo{-1, -6, -2, -5, -3}, hi{9, 1, 8, 7, 2};
+  // Eleven samples' maxima 0..10 in some order: rank 9 of 0..10 is 9 (only one sample, 10,
+  // goes above it); their minima -0..-10: the 10th percentile from the top is -9.
+  std::vector<float> lo, hi;
+  for (int i : {3, 10, 0, 7, 1, 9, 2, 8, 4, 6, 5}) hi.push_back(float(i)), lo.push_back(-float(i));
   Range r = keep_recurring_extremes({-2, 4}, lo, hi);
-  EXPECT_EQ(r.lo, -3.0f);
-  EXPECT_EQ(r.hi, 7.0f);
-  // Never narrows; an even count takes the lower median of the maxima (what half reach).
+  EXPECT_EQ(r.lo, -9.0f);
+  EXPECT_EQ(r.hi, 9.0f);
+  // Never narrows; with two samples, what both reach.
   r = keep_recurring_extremes({-10, 10}, lo, hi);
   EXPECT_EQ(r.lo, -10.0f);
   EXPECT_EQ(r.hi, 10.0f);

@@ -1,9 +1,10 @@
-// Optimized Gelu (ai.onnx and octet, both approximations), Tanh, Erf, Sigmoid, Sqrt and
-// Relu against their reference twins at every ISA level.
+// Optimized Gelu (ai.onnx and octet, both approximations), Tanh, Erf, Sigmoid, Sqrt, Relu
+// and Exp against their reference twins at every ISA level.
 //
 // Bounds: rel 1e-6 with an absolute floor of 1e-6 for GeLU (the float reference computes
 // 0.5*x*(1+erf) and loses ~1e-7 * |x| to cancellation for x << 0) and 1e-7 for Tanh/Erf/
-// Sigmoid (about 1 ulp at 1); Sqrt and Relu are exact.
+// Sigmoid (about 1 ulp at 1); Exp is a ~2 ulp polynomial (rel 1e-6) that keeps
+// subnormals, overflows to +inf and propagates NaN as std::exp does; Sqrt and Relu are exact.
 #include <gtest/gtest.h>
 
 #include "cpu_test_util.h"
@@ -37,7 +38,12 @@ TEST(CpuActivation, UnaryOps) {
     expect_matches_reference({"Erf", {x}}, {1e-6, 1e-7});
     expect_matches_reference({"Sigmoid", {x}}, {1e-6, 1e-7});
     expect_matches_reference({"Relu", {x}}, kExact);
+    expect_matches_reference({"Exp", {x}}, {1e-6, 0});
   }
+  // The range ends: overflow to +inf past 88.72, subnormal results below -87.3, 0 past
+  // -103.9 (std::exp's own results there are the reference's).
+  const std::vector<float> ends = {88.0f, 88.7f, 88.8f, 100.0f, -87.0f, -88.0f, -95.0f, -103.0f, -104.0f, -200.0f};
+  expect_matches_reference({"Exp", {Tensor::from_vector<float>({static_cast<int64_t>(ends.size())}, ends)}}, {1e-6, 1e-44});
   expect_matches_reference({"Sqrt", {random_f32({4099}, 3, 0, 100)}}, kExact);
   expect_matches_reference({"Sqrt", {Tensor::from_vector<float>({4}, {-1.0f, 0.0f, INFINITY, NAN})}}, kExact);
 }

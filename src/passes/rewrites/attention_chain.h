@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/pattern.h"
 
 namespace octet::passes {
 
@@ -16,5 +17,24 @@ namespace octet::passes {
 // readers move to the fused node's output, so they are not followed.
 bool chain_dying_readers(const std::vector<Node*>& chain, const Node* replaced, const std::vector<const Value*>& inputs,
                          std::vector<Node*>& dying);
+
+// The sweep the attention fusions share, over a snapshot of g.nodes(): every node that
+// `match(node, m)` accepts (m.nodes: the chain) is fused by `apply(m, gone)` unless an
+// earlier fusion of this sweep removed one of the chain's nodes; `gone` is what apply
+// removed. True when anything was fused.
+template <typename Match, typename MatchFn, typename ApplyFn>
+bool fuse_chains(Graph& g, MatchFn&& match, ApplyFn&& apply) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n)) continue;
+    Match m;
+    if (!match(n, m)) continue;
+    bool stale = false;
+    for (const Node* p : m.nodes) stale |= removed.contains(p);
+    std::vector<Node*> gone;
+    if (!stale && apply(m, gone)) removed.add(gone);
+  }
+  return removed.any();
+}
 
 }  // namespace octet::passes

@@ -29,6 +29,7 @@
 
 #include "ops/infer.h"
 #include "passes/pattern.h"
+#include "passes/rewrites/attention_chain.h"
 #include "passes/rewrites/fuse_attention_match.h"
 #include "passes/rewrites/rewrites.h"
 
@@ -124,17 +125,9 @@ bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<No
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !(is_op(n, "Softmax") || is_op(n, "Exp"))) continue;
-    attention::Match m;
-    if (!attention::match(n, m)) continue;
-    bool stale = false;  // a node an earlier match in this sweep removed
-    for (const Node* p : m.nodes) stale |= removed.contains(p);
-    std::vector<Node*> gone;
-    if (!stale && apply(g, ctx, m, gone)) removed.add(gone);
-  }
-  return removed.any();
+  return fuse_chains<attention::Match>(
+      g, [](Node* n, attention::Match& m) { return (is_op(n, "Softmax") || is_op(n, "Exp")) && attention::match(n, m); },
+      [&](const attention::Match& m, std::vector<Node*>& gone) { return apply(g, ctx, m, gone); });
 }
 
 }  // namespace

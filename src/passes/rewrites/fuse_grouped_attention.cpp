@@ -226,17 +226,9 @@ bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& remov
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_op(n, "Softmax")) continue;
-    Match m;
-    if (!match(n, m)) continue;
-    bool stale = false;
-    for (const Node* p : m.nodes) stale |= removed.contains(p);
-    std::vector<Node*> gone;
-    if (!stale && apply(g, ctx, m, gone)) removed.add(gone);
-  }
-  return removed.any();
+  return fuse_chains<Match>(
+      g, [](Node* n, Match& m) { return is_op(n, "Softmax") && match(n, m); },
+      [&](const Match& m, std::vector<Node*>& gone) { return apply(g, ctx, m, gone); });
 }
 
 }  // namespace

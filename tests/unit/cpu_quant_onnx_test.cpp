@@ -19,20 +19,10 @@ namespace {
 
 using testing::mm::Operand;
 
-// Deterministic bytes over the whole range of `t`.
-Tensor rand_bytes(DType t, std::vector<int64_t> shape, uint64_t seed) {
-  Tensor r = testing::qmm::rand_int8(std::move(shape), seed);
-  return Tensor(t, r.shape(), r.buffer());
-}
+using testing::qmm::rand_bytes;
+using testing::qmm::scalar_of;
 
-Tensor scalar_of(DType t, int v) {
-  return t == DType::Int8 ? Tensor::scalar<int8_t>(static_cast<int8_t>(v)) : Tensor::scalar<uint8_t>(static_cast<uint8_t>(v));
-}
-Tensor vector_of(DType t, int64_t n, int base) {
-  Tensor z(t, {n});
-  for (int64_t i = 0; i < n; ++i) z.mutable_raw()[i] = static_cast<uint8_t>(base + 3 * i);
-  return z;
-}
+Tensor vector_of(DType t, int64_t n, int base) { return testing::qmm::vector_of(t, n, base, 3); }
 
 void expect_same_bytes(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;

@@ -31,6 +31,23 @@ inline Tensor rand_int8(std::vector<int64_t> shape, uint64_t seed) {
   return t;
 }
 
+// Deterministic bytes over the whole range of `t` (Int8 or UInt8): the same bits as rand_int8.
+inline Tensor rand_bytes(DType t, std::vector<int64_t> shape, uint64_t seed) {
+  Tensor r = rand_int8(std::move(shape), seed);
+  return Tensor(t, r.shape(), r.buffer());
+}
+
+// A zero point of type `t` (Int8 or UInt8): a scalar, or n values base, base + step, ...
+// (wrapping in 8 bits).
+inline Tensor scalar_of(DType t, int v) {
+  return t == DType::Int8 ? Tensor::scalar<int8_t>(static_cast<int8_t>(v)) : Tensor::scalar<uint8_t>(static_cast<uint8_t>(v));
+}
+inline Tensor vector_of(DType t, int64_t n, int base, int step) {
+  Tensor z(t, {n});
+  for (int64_t i = 0; i < n; ++i) z.mutable_raw()[i] = static_cast<uint8_t>(base + step * i);
+  return z;
+}
+
 struct QCase {
   std::vector<int64_t> a_shape;  // [..., K]
   int64_t n = 1;

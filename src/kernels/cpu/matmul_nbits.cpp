@@ -31,6 +31,7 @@
 #include "kernels/cpu/simd/nbits_table.h"
 #include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/thread_scratch.h"
+#include "kernels/cpu/work_sharing.h"
 #include "kernels/dispatch/cpu_features.h"
 
 namespace octet::cpu {
@@ -163,24 +164,31 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   return true;
 }
 
-// The float decode GEMV: columns in tasks of 8 (whole cache lines of y) over the threads, each
-// task's columns computed by `columns(n0, n1)` and then given the bias.
+// The decode GEMVs share their columns out in chunks of about this many weight bytes:
+// small enough that the caller seldom waits long on a helper's last chunk, big enough to
+// pay for claiming one (an atomic on a cache line both cores write).
+constexpr int64_t kShareBytes = 32 * 1024;
+
+// The float decode GEMV: columns in groups of 8 (whole cache lines of y), chunks of about
+// kShareBytes of weights over the threads (share_work), each chunk's columns computed by
+// `columns(n0, n1)` and then given the bias.
 template <typename Columns>
 void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, int64_t kp, float* y,
                   const Columns& columns) {
-  const int64_t chunks = (s.N + 7) / 8;
-  parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
+  const int64_t groups = (s.N + 7) / 8, group_bytes = 8 * kp * s.bits / 8;
+  auto run = [&](int64_t begin, int64_t end) {
     const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
     columns(n0, n1);
     if (!s.bias.empty())
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
-  });
+  };
+  share_work(ctx.threads(), groups, (kShareBytes + group_bytes - 1) / group_bytes, run);
 }
 
 // Decode with integer activations (matmul_nbits.h): A quantized per run of 32 elements
 // (O(rows * K), against the GEMV's O(rows * K * N)), then the packed GEMV, panels over the
-// threads. qmax 127 (int8 codes) or 32767 (int16); 8-bit weights read int16 codes either way.
+// threads through share_work (work_sharing.h: no fork/join to wait on). qmax 127 (int8 codes) or 32767 (int16); 8-bit weights read int16 codes either way.
 void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, const float* a, int64_t rows, float* y) {
   const NbitsPackedKernels& kernels = packed_kernels();
   const NbitsPacked& w = *s.packed;
@@ -194,13 +202,15 @@ void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, co
   kernels.quantize(q);
   NbitsPackedArgs g;
   g.w = &w, g.rows = rows, g.a = q.aq, g.a_scales = q.a_scales, g.a_zero = q.a_zero, g.y = y, g.ldy = s.N;
-  parallel_ranges(ctx, w.panels, s.N * kp, [&](int64_t begin, int64_t end) {
+  auto panels = [&](int64_t begin, int64_t end) {
     kernels.gemv(g, begin, end);
     const int64_t n0 = begin * kNbitsPanel, n1 = std::min(s.N, end * kNbitsPanel);
     if (!s.bias.empty())
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
-  });
+  };
+  const int64_t panel_bytes = kp * kNbitsPanel * s.bits / 8;
+  share_work(ctx.threads(), w.panels, (kShareBytes + panel_bytes - 1) / panel_bytes, panels);
 }
 
 // Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.

@@ -2,8 +2,8 @@
 //   4-bit weights x int8 A: VPDPBUSD, the codes (0..15, unsigned) against signed int8 A.
 //     One 64-byte load is 16 columns x 8 values of k: its low nibbles meet A[k..k+3] and its
 //     high nibbles A[k+4..k+7], each a 4-byte broadcast from memory.
-//   8-bit weights x int16 A: VPDPWSSD, the codes zero-extended to 16 bits (0..255) against
-//     int16 A: 16-bit activations keep the float path's accuracy (int8 ones cost +0.26%
+//   8-bit weights x int16 A: VPDPWSSD, the codes zero-extended to 16 bits (0..255) by a
+//     mask and a shift of one 64-byte load (16 columns x 4 values of k) against int16 A: 16-bit activations keep the float path's accuracy (int8 ones cost +0.26%
 //     perplexity on SmolLM2's int8 decode, matmul_nbits.h) at integer speed.
 // Per run of 32 values of k the int32 lanes become floats and meet the block scale times
 // the run's activation scale; the zero point comes off once per block (zero_scale * a_zero).
@@ -62,9 +62,12 @@ void quantize(const NbitsQuantizeArgs& q) {
           _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(c0));
           _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm512_cvtepi32_epi8(c1));
         } else {
+          // (a0, a2, a1, a3) per 4 values: the order the 8-bit kernel's masked / shifted words meet.
+          const __m512i order = _mm512_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
           int16_t* dst = static_cast<int16_t*>(q.aq) + r * kp + k;
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(c0));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), _mm512_cvtepi32_epi16(c1));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(_mm512_permutexvar_epi32(order, c0)));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16),
+                              _mm512_cvtepi32_epi16(_mm512_permutexvar_epi32(order, c1)));
         }
         const float scale = amax / static_cast<float>(q.qmax);
         q.a_scales[r * runs + u] = scale;
@@ -95,12 +98,17 @@ inline void run_int4(const uint8_t* q, const int8_t* a, int64_t kp, __m512i (&do
 
 template <int R>
 inline void run_int8(const uint8_t* q, const int16_t* a, int64_t kp, __m512i (&dot)[R]) {
+  const __m512i low = _mm512_set1_epi16(0x00ff);
   __m512i d[4][R];
   for (int r = 0; r < R; ++r) d[0][r] = d[1][r] = d[2][r] = d[3][r] = _mm512_setzero_si512();
-#pragma GCC unroll 16
-  for (int g = 0; g < 16; ++g) {
-    const __m512i w = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * g)));
-    for (int r = 0; r < R; ++r) d[g & 3][r] = _mm512_dpwssd_epi32(d[g & 3][r], w, broadcast4(a + r * kp + 2 * g));
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {  // 4 values of k per column and load
+    const __m512i w = _mm512_load_si512(q + 64 * g);
+    const __m512i even = _mm512_and_si512(w, low), odd = _mm512_srli_epi16(w, 8);  // codes (k0, k2), (k1, k3)
+    for (int r = 0; r < R; ++r) {
+      d[2 * (g & 1)][r] = _mm512_dpwssd_epi32(d[2 * (g & 1)][r], even, broadcast4(a + r * kp + 4 * g));
+      d[2 * (g & 1) + 1][r] = _mm512_dpwssd_epi32(d[2 * (g & 1) + 1][r], odd, broadcast4(a + r * kp + 4 * g + 2));
+    }
   }
   for (int r = 0; r < R; ++r) dot[r] = _mm512_add_epi32(_mm512_add_epi32(d[0][r], d[1][r]), _mm512_add_epi32(d[2][r], d[3][r]));
 }

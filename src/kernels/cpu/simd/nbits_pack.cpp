@@ -33,10 +33,8 @@ NbitsPacked pack_nbits(int bits, int64_t N, int64_t k_blocks, int64_t block, con
         ps[at] = scales[n * k_blocks + kb];
         pz[at] = static_cast<float>(zeros[n * k_blocks + kb]) * ps[at];
         if (bits == 8) {
-          for (int64_t g = 0; g < block / 2; ++g) {
-            dst[(g * kNbitsPanel + c) * 2] = src[2 * g];
-            dst[(g * kNbitsPanel + c) * 2 + 1] = src[2 * g + 1];
-          }
+          for (int64_t g = 0; g < block / 4; ++g)
+            for (int64_t j = 0; j < 4; ++j) dst[(g * kNbitsPanel + c) * 4 + j] = src[4 * g + j];
           continue;
         }
         auto code = [&](int64_t k) { return (src[k / 2] >> (4 * (k & 1))) & 0x0f; };

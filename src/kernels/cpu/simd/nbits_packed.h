@@ -11,8 +11,10 @@
 //   bits = 4 (int8 activations, VPDPBUSD):   b[panel][k_block][g = block/8][16 columns][4 bytes]
 //     byte j of column c in group g: low nibble the code of k = 8g + j, high nibble k = 8g + 4 + j
 //     (k counted inside the block). 8 * block bytes per panel and block.
-//   bits = 8 (int16 activations, VPDPWSSD):  b[panel][k_block][g = block/2][16 columns][2 bytes]
-//     bytes: the codes of k = 2g and 2g + 1; zero-extended to 16 bits in registers.
+//   bits = 8 (int16 activations, VPDPWSSD):  b[panel][k_block][g = block/4][16 columns][4 bytes]
+//     the codes of k = 4g .. 4g + 3 in order; as two 16-bit words (k0 | k1 << 8, k2 | k3 << 8)
+//     a mask gives the words (k0, k2) and a shift (k1, k3): zero-extended without shuffles.
+//     A's int16 codes are stored to match: per 4 values of k, (a0, a2, a1, a3).
 //   scales, zero_scales: float [panel][k_block][16]: the block's scale and zero point * scale.
 // Columns past N (the last panel's padding) have codes 0 and scale 0: they add 0 and are
 // never stored.
@@ -20,7 +22,8 @@
 // A per row, quantized symmetrically per run of 32 elements (k / 32; block is a multiple
 // of 32, so a block holds whole runs), zero past K:
 //   a[r, k] ~ a_scale[r, k / 32] * aq[r, k],  a_scale = max|a| / qmax, codes rounded to
-//   nearest even; qmax = 127 (int8 codes, for 4-bit weights) or 32767 (int16, 8-bit weights).
+//   nearest even; qmax = 127 (int8 codes, for 4-bit weights) or 32767 (int16, 8-bit weights;
+//   stored in the (a0, a2, a1, a3) order above).
 //   a_zero[r, b] = sum over the runs u of block b of a_scale[r, u] * (sum of aq over run u).
 // Then per run the products are exact integers (a run's int32 lane holds at most 32 products
 // of |255 * 32767|: no overflow) and
@@ -65,7 +68,7 @@ struct NbitsQuantizeArgs {
   const float* a = nullptr;
   int64_t rows = 1, K = 0, lda = 0, k_blocks = 0, block = 0;
   int qmax = 127;
-  bool int16 = false;  // codes stored as int16 (the 8-bit weights' kernel reads those, whatever qmax)
+  bool int16 = false;  // codes stored as int16, (a0, a2, a1, a3) (the 8-bit weights' kernel reads those, whatever qmax)
   void* aq = nullptr;
   float* a_scales = nullptr;
   float* a_zero = nullptr;

@@ -198,7 +198,7 @@ void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, co
   q.qmax = qmax, q.int16 = s.bits == 8;
   q.aq = thread_scratch(Scratch::NbitsA, static_cast<size_t>(rows * kp) * (q.int16 ? 2 : 1));
   q.a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, rows * (kp / 32));
-  q.a_zero = thread_scratch_as<float>(Scratch::NbitsAZero, rows * s.k_blocks);
+  q.a_zero = thread_scratch_as<int32_t>(Scratch::NbitsAZero, rows * (kp / 32));
   kernels.quantize(q);
   NbitsPackedArgs g;
   g.w = &w, g.rows = rows, g.a = q.aq, g.a_scales = q.a_scales, g.a_zero = q.a_zero, g.y = y, g.ldy = s.N;

@@ -21,7 +21,7 @@ enum class Scratch {
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.
   AttentionKeys, AttentionValues, AttentionScores, AttentionQueries,
   // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV (float or integer codes), a
-  // dequantized weight panel, and the integer path's per-run scales and per-block zero terms.
+  // dequantized weight panel, and the integer path's per-run scales and zero-point terms.
   NbitsA, NbitsPanel, NbitsAScales, NbitsAZero,
   kCount
 };

@@ -5,8 +5,9 @@
 //   8-bit weights x int16 A: VPDPWSSD, the codes zero-extended to 16 bits (0..255) by a
 //     mask and a shift of one 64-byte load (16 columns x 4 values of k) against int16 A: 16-bit activations keep the float path's accuracy (int8 ones cost +0.26%
 //     perplexity on SmolLM2's int8 decode, matmul_nbits.h) at integer speed.
-// Per run of 32 values of k the int32 lanes become floats and meet the block scale times
-// the run's activation scale; the zero point comes off once per block (zero_scale * a_zero).
+// Per run of 32 values of k the zero point comes off in integers (one VPDPWSSD, see
+// nbits_packed.h), then the int32 lanes become floats and meet the block scale times the
+// run's activation scale.
 // Several independent int32 accumulators per run keep the dot-product chains short; runs
 // are independent of each other, so out-of-order execution overlaps them.
 #pragma GCC target("avx512vnni")
@@ -46,7 +47,6 @@ void quantize(const NbitsQuantizeArgs& q) {
   for (int64_t r = 0; r < q.rows; ++r) {
     const float* a = q.a + r * q.lda;
     for (int64_t b = 0; b < q.k_blocks; ++b) {
-      float zero = 0.0f;
       for (int64_t v = 0; v < per_block; ++v) {
         const int64_t u = b * per_block + v, k = u * 32, len = std::clamp<int64_t>(q.K - k, 0, 32);
         const __m512 x0 = _mm512_maskz_loadu_ps(first_lanes(len), a + k);
@@ -69,21 +69,21 @@ void quantize(const NbitsQuantizeArgs& q) {
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16),
                               _mm512_cvtepi32_epi16(_mm512_permutexvar_epi32(order, c1)));
         }
-        const float scale = amax / static_cast<float>(q.qmax);
-        q.a_scales[r * runs + u] = scale;
-        zero += scale * static_cast<float>(sum);
+        q.a_scales[r * runs + u] = amax / static_cast<float>(q.qmax);
+        const int32_t l = -sum & 127, h = (-sum - l) / 128;  // -sum = l + 128 h
+        q.a_zero[r * runs + u] = static_cast<int32_t>(static_cast<uint32_t>(l) | static_cast<uint32_t>(h) << 16);
       }
-      q.a_zero[r * q.k_blocks + b] = zero;
     }
   }
 }
 
 // One run of 32 values of k for 16 columns and R rows: the int32 dot products.
+// dot[r] comes in holding the run's zero-point term and leaves with the run's sums added.
 template <int R>
 inline void run_int4(const uint8_t* q, const int8_t* a, int64_t kp, __m512i (&dot)[R]) {
   const __m512i low = _mm512_set1_epi8(0x0f);
   __m512i d[2][R];
-  for (int r = 0; r < R; ++r) d[0][r] = d[1][r] = _mm512_setzero_si512();
+  for (int r = 0; r < R; ++r) d[0][r] = dot[r], d[1][r] = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     const __m512i w = _mm512_load_si512(q + 64 * g);
@@ -100,7 +100,7 @@ template <int R>
 inline void run_int8(const uint8_t* q, const int16_t* a, int64_t kp, __m512i (&dot)[R]) {
   const __m512i low = _mm512_set1_epi16(0x00ff);
   __m512i d[4][R];
-  for (int r = 0; r < R; ++r) d[0][r] = d[1][r] = d[2][r] = d[3][r] = _mm512_setzero_si512();
+  for (int r = 0; r < R; ++r) d[0][r] = dot[r], d[1][r] = d[2][r] = d[3][r] = _mm512_setzero_si512();
 #pragma GCC unroll 8
   for (int g = 0; g < 8; ++g) {  // 4 values of k per column and load
     const __m512i w = _mm512_load_si512(q + 64 * g);
@@ -123,22 +123,23 @@ void gemv(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     const uint8_t* q = w.b.raw() + p * runs * run_bytes;
     const float* sp = w.scales.data<float>() + p * w.k_blocks * kNbitsPanel;
-    const float* zp = w.zero_scales.data<float>() + p * w.k_blocks * kNbitsPanel;
+    const int32_t* zp = w.zeros.data<int32_t>() + p * w.k_blocks * kNbitsPanel;
     for (int64_t b = 0; b < w.k_blocks; ++b) {
       const __m512 s = _mm512_load_ps(sp + b * kNbitsPanel);
+      const __m512i z = _mm512_load_si512(zp + b * kNbitsPanel);
       for (int64_t v = 0; v < per_block; ++v, q += run_bytes) {
         const int64_t u = b * per_block + v;
         for (int64_t l = 0; l < run_bytes; l += 64)
           _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes + l), _MM_HINT_T0);
         __m512i dot[R];
+        for (int r = 0; r < R; ++r)
+          dot[r] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), z, _mm512_set1_epi32(g.a_zero[r * runs + u]));
         if constexpr (Bits == 4) run_int4<R>(q, static_cast<const int8_t*>(g.a) + u * 32, kp, dot);
         else run_int8<R>(q, static_cast<const int16_t*>(g.a) + u * 32, kp, dot);
         for (int r = 0; r < R; ++r)
           acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r]), _mm512_mul_ps(s, _mm512_set1_ps(g.a_scales[r * runs + u])),
                                    acc[r]);
       }
-      const __m512 zs = _mm512_load_ps(zp + b * kNbitsPanel);
-      for (int r = 0; r < R; ++r) acc[r] = _mm512_fnmadd_ps(zs, _mm512_set1_ps(g.a_zero[r * w.k_blocks + b]), acc[r]);
     }
     const int64_t n0 = p * kNbitsPanel;
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(g.y + r * g.ldy + n0, first_lanes(w.N - n0), acc[r]);

@@ -15,10 +15,10 @@ NbitsPacked pack_nbits(int bits, int64_t N, int64_t k_blocks, int64_t block, con
   const int64_t panel_block = blob * kNbitsPanel;       // a block of one panel, packed
   p.b = Tensor(DType::UInt8, {p.panels * k_blocks * panel_block});
   p.scales = Tensor(DType::Float32, {p.panels, k_blocks, kNbitsPanel});
-  p.zero_scales = Tensor(DType::Float32, {p.panels, k_blocks, kNbitsPanel});
+  p.zeros = Tensor(DType::Int32, {p.panels, k_blocks, kNbitsPanel});
   uint8_t* out = p.b.mutable_raw();
   float* ps = p.scales.mutable_data<float>();
-  float* pz = p.zero_scales.mutable_data<float>();
+  int32_t* pz = p.zeros.mutable_data<int32_t>();
   std::memset(out, 0, static_cast<size_t>(p.b.numel()));  // padding columns: codes 0
   for (int64_t pi = 0; pi < p.panels; ++pi)
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
@@ -26,12 +26,13 @@ NbitsPacked pack_nbits(int bits, int64_t N, int64_t k_blocks, int64_t block, con
       for (int64_t c = 0; c < kNbitsPanel; ++c) {
         const int64_t n = pi * kNbitsPanel + c, at = (pi * k_blocks + kb) * kNbitsPanel + c;
         if (n >= N) {
-          ps[at] = pz[at] = 0.0f;
+          ps[at] = 0.0f, pz[at] = 0;
           continue;
         }
         const uint8_t* src = b + (n * k_blocks + kb) * blob;
         ps[at] = scales[n * k_blocks + kb];
-        pz[at] = static_cast<float>(zeros[n * k_blocks + kb]) * ps[at];
+        const int32_t z = zeros[n * k_blocks + kb];
+        pz[at] = z | (z * 128) << 16;  // the int16 pair (z, 128 z)
         if (bits == 8) {
           for (int64_t g = 0; g < block / 4; ++g)
             for (int64_t j = 0; j < 4; ++j) dst[(g * kNbitsPanel + c) * 4 + j] = src[4 * g + j];

@@ -15,7 +15,8 @@
 //     the codes of k = 4g .. 4g + 3 in order; as two 16-bit words (k0 | k1 << 8, k2 | k3 << 8)
 //     a mask gives the words (k0, k2) and a shift (k1, k3): zero-extended without shuffles.
 //     A's int16 codes are stored to match: per 4 values of k, (a0, a2, a1, a3).
-//   scales, zero_scales: float [panel][k_block][16]: the block's scale and zero point * scale.
+//   scales: float [panel][k_block][16], the block's scale.
+//   zeros:  int32 [panel][k_block][16], the zero point z as the int16 pair (z, 128 z).
 // Columns past N (the last panel's padding) have codes 0 and scale 0: they add 0 and are
 // never stored.
 //
@@ -24,11 +25,14 @@
 //   a[r, k] ~ a_scale[r, k / 32] * aq[r, k],  a_scale = max|a| / qmax, codes rounded to
 //   nearest even; qmax = 127 (int8 codes, for 4-bit weights) or 32767 (int16, 8-bit weights;
 //   stored in the (a0, a2, a1, a3) order above).
-//   a_zero[r, b] = sum over the runs u of block b of a_scale[r, u] * (sum of aq over run u).
-// Then per run the products are exact integers (a run's int32 lane holds at most 32 products
-// of |255 * 32767|: no overflow) and
-//   y[r, n] = sum_b ( scale[n, b] * sum_{u in b} a_scale[r, u] * dot(q[n, u], aq[r, u])
-//                     - zero_scale[n, b] * a_zero[r, b] ).
+//   a_zero[r, u] = the int16 pair (l, h) with l + 128 h = -(sum of aq over run u), 0 <= l < 128.
+// Then per run the zero point comes off in integers, exactly: one VPDPWSSD of the zeros'
+// pairs with a_zero's adds z l + 128 z h = -z * sum(aq) to the run's lanes (128 z <= 32640 and
+// |h| <= 8192 fit int16; a lane stays under 2^30). Exact matters: the float alternative,
+// scale * a_scale * dot - zero * scale * sum(A), cancels two large terms, and with the
+// outliers real activations have (x100-x1000) it moved SmolLM2 int8's decode-path perplexity
+// by 0.4%. So, with dot = sum over the run of q * aq (at most 32 products of |255 * 32767|):
+//   y[r, n] = sum_u scale[n, u * 32 / block] * a_scale[r, u] * (dot(q[n, u], aq[r, u]) - zero[n, u * 32 / block] * sum(aq[r, u])).
 #pragma once
 
 #include <cstdint>
@@ -45,7 +49,7 @@ struct NbitsPacked {
   int64_t N = 0, k_blocks = 0, block = 0, panels = 0;
   Tensor b;            // uint8, 64-byte aligned, panels * k_blocks * block * 16 * bits / 8 bytes
   Tensor scales;       // float [panels, k_blocks, 16]
-  Tensor zero_scales;  // float [panels, k_blocks, 16]
+  Tensor zeros;        // int32 [panels, k_blocks, 16]: (z, 128 z) as int16 pairs
 };
 
 // From the file's layout (nbits_table.h): b [N, k_blocks, block * bits / 8], scales [N,
@@ -58,7 +62,7 @@ struct NbitsPackedArgs {
   int64_t rows = 1;                 // 1..kNbitsMaxRows
   const void* a = nullptr;          // int8 codes (bits 4) or int16 ones (bits 8) [rows, k_blocks * block]
   const float* a_scales = nullptr;  // [rows, k_blocks * block / 32]
-  const float* a_zero = nullptr;    // [rows, k_blocks]
+  const int32_t* a_zero = nullptr;  // [rows, k_blocks * block / 32], int16 pairs
   float* y = nullptr;               // y[r * ldy + n]
   int64_t ldy = 0;
 };
@@ -71,7 +75,7 @@ struct NbitsQuantizeArgs {
   bool int16 = false;  // codes stored as int16, (a0, a2, a1, a3) (the 8-bit weights' kernel reads those, whatever qmax)
   void* aq = nullptr;
   float* a_scales = nullptr;
-  float* a_zero = nullptr;
+  int32_t* a_zero = nullptr;
 };
 
 struct NbitsPackedKernels {

@@ -169,6 +169,18 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
 // pay for claiming one (an atomic on a cache line both cores write).
 constexpr int64_t kShareBytes = 32 * 1024;
 
+// A GEMV with fewer weight bytes than this runs on its caller alone. Sharing costs a
+// wake-up, cache lines passed between the cores and, on a busy machine, a helper's late
+// last chunk; SmolLM2's decode step under load 6-8 (bench-decode, 2 threads, 2 interleaved
+// rounds, median ms) int4 12.0 / 10.7 sharing every GEMV, 7.4 / 8.9 sharing only those of
+// 4 MB and more (the LM head), 8.5 / 7.0 with 1 thread; int8 14.5 / 15.2 -> 10.9 / 10.9
+// (1 thread 10.2 / 9.5). Below ~2 MB (~60 us of one thread's streaming) the gain did not pay.
+constexpr int64_t kShareMinBytes = 2 << 20;
+
+int share_threads(const KernelContext& ctx, int64_t weight_bytes) {
+  return weight_bytes < kShareMinBytes ? 1 : ctx.threads();
+}
+
 // The float decode GEMV: columns in groups of 8 (whole cache lines of y), chunks of about
 // kShareBytes of weights over the threads (share_work), each chunk's columns computed by
 // `columns(n0, n1)` and then given the bias.
@@ -183,7 +195,7 @@ void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, i
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
   };
-  share_work(ctx.threads(), groups, (kShareBytes + group_bytes - 1) / group_bytes, run);
+  share_work(share_threads(ctx, groups * group_bytes), groups, (kShareBytes + group_bytes - 1) / group_bytes, run);
 }
 
 // Decode with integer activations (matmul_nbits.h): A quantized per run of 32 elements
@@ -210,7 +222,8 @@ void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, co
         for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
   };
   const int64_t panel_bytes = kp * kNbitsPanel * s.bits / 8;
-  share_work(ctx.threads(), w.panels, (kShareBytes + panel_bytes - 1) / panel_bytes, panels);
+  share_work(share_threads(ctx, w.panels * panel_bytes), w.panels, (kShareBytes + panel_bytes - 1) / panel_bytes,
+             panels);
 }
 
 // Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.

@@ -90,7 +90,7 @@ GemvSetup make_gemv(int bits, int64_t K, int64_t N, int threads) {
   std::vector<float> w(static_cast<size_t>(K * N));
   uint64_t s = 12345;
   for (float& x : w) s = s * 6364136223846793005ull + 1442695040888963407ull, x = static_cast<float>(s >> 40) / (1 << 24) - 0.5f;
-  const int64_t block = bits == 4 ? 32 : 128;
+  const int64_t block = 32;  // as bench/decode.py's recipes quantize (--block 32, int4 and int8)
   const quant::NbitsTensors t = quant::to_matmul_nbits(quant::quantize_blocks_rtn(w.data(), K, N, bits, block, true));
   GemvSetup g;
   const int64_t weight_bytes = t.b.numel() + t.scales.numel() * 4;

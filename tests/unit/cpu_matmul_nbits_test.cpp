@@ -4,11 +4,12 @@
 // 4 and 8 bits, blocks 32/64/128, K not a multiple of the block, odd N, M = 1..4 (GEMV)
 // and 7, 64 (GEMM), symmetric and asymmetric with zero points at both ends, bias, rank-3 A,
 // one and two threads, every ISA level (in process for the GEMV, child processes for
-// oneDNN's sgemm). The float-activation GEMV is forced for those (check()). The
-// int8-activation GEMV (matmul_nbits.h; the default for 4-bit weights where AVX512-VNNI is) is checked, on
-// the same edge shapes, against the reference kernel run on A rounded the way that path
-// rounds it (float summation order apart) and against the reference on A itself within
-// the rounding's worst case (int8_rounding_bound).
+// oneDNN's sgemm). The float-activation GEMV is forced for those (check()). The integer
+// GEMVs on packed panels (matmul_nbits.h: int8 A for 4-bit weights, int16 A for 8-bit ones,
+// the default where AVX512-VNNI is) are checked, on the same edge shapes (N not a multiple
+// of the 16-column panel among them), against the reference kernel run on A rounded the way
+// that path rounds it (float summation order apart) and against the reference on A itself
+// within the rounding's worst case (rounding_bound).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -142,58 +143,59 @@ TEST(CpuMatMulNBits, RankThreeAThreadsAndSmolLMShape) {
   check({4, 576, 1536, 32, false, {1, 1, 576}, false, 2});
   check({4, 576, 1536, 64, true, {7, 576}, false, 2});
   check({8, 200, 600, 128, false, {9, 200}, true, 2});  // prefill panels of 256, 256 and 88 columns
+  check({8, 576, 4096 + 3, 32, false, {2, 576}, true, 2});  // over 2 MiB: the float GEMV shared over 2 threads
 }
 
-// The int8 activations' groups (nbits_table.h): runs of 32 elements of a row, whatever the
-// weight block. Returns the group of element k (its index over the row).
-int64_t int8_group(int64_t k, int /*bits*/) { return k / 32; }
+// The integer activations' groups (nbits_packed.h): runs of 32 elements of a row, whatever
+// the weight block. Returns the group of element k (its index over the row).
+int64_t int8_group(int64_t k) { return k / 32; }
 
 // Per row, max |a| of every group.
-std::vector<float> group_amax(const Tensor& a, int64_t K, int bits) {
+std::vector<float> group_amax(const Tensor& a, int64_t K) {
   const int64_t rows = a.numel() / K, groups = (K + 31) / 32;
   std::vector<float> amax(static_cast<size_t>(rows * groups), 0.0f);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < K; ++k) {
-      float& m = amax[r * groups + int8_group(k, bits)];
+      float& m = amax[r * groups + int8_group(k)];
       m = std::max(m, std::fabs(a.data<float>()[r * K + k]));
     }
   return amax;
 }
 
-// A with every group rounded as the int8 activations are: symmetric, scale max|a| / 127,
-// codes to nearest even, back to float.
-void round_like_int8_activations(Tensor& a, int64_t K, int bits) {
-  const std::vector<float> amax = group_amax(a, K, bits);
+// A with every group rounded as the integer activations are: symmetric, scale max|a| /
+// qmax (127 or 32767), codes to nearest even, back to float.
+void round_like_integer_activations(Tensor& a, int64_t K, float qmax) {
+  const std::vector<float> amax = group_amax(a, K);
   const int64_t groups = (K + 31) / 32;
   float* p = a.mutable_data<float>();
   for (int64_t r = 0; r < a.numel() / K; ++r)
     for (int64_t k = 0; k < K; ++k) {
-      const float m = amax[r * groups + int8_group(k, bits)];
-      const float inv = m > 0.0f ? 127.0f / m : 0.0f, scale = m / 127.0f;
+      const float m = amax[r * groups + int8_group(k)];
+      const float inv = m > 0.0f ? qmax / m : 0.0f, scale = m / qmax;
       float& x = p[r * K + k];
-      x = std::clamp(std::nearbyint(x * inv), -127.0f, 127.0f) * scale;
+      x = std::clamp(std::nearbyint(x * inv), -qmax, qmax) * scale;
     }
 }
 
-// The worst case of int8 activations against float ones, per output: each element of A
-// moves by at most half its group's step (max|a| / 254), times |w| summed over K.
-std::vector<double> int8_rounding_bound(const quant::BlockQuantized& q, const Tensor& a) {
+// The worst case of integer activations against float ones, per output: each element of A
+// moves by at most half its group's step (max|a| / (2 qmax)), times |w| summed over K.
+std::vector<double> rounding_bound(const quant::BlockQuantized& q, const Tensor& a, double qmax) {
   const int64_t rows = a.numel() / q.K, groups = (q.K + 31) / 32;
-  const std::vector<float> amax = group_amax(a, q.K, q.bits);
+  const std::vector<float> amax = group_amax(a, q.K);
   std::vector<double> bound(static_cast<size_t>(rows * q.N), 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t n = 0; n < q.N; ++n)
       for (int64_t k = 0; k < q.K; ++k)
-        bound[r * q.N + n] += std::fabs(quant::dequantized(q, k, n)) * amax[r * groups + int8_group(k, q.bits)] / 254.0;
+        bound[r * q.N + n] += std::fabs(quant::dequantized(q, k, n)) * amax[r * groups + int8_group(k)] / (2.0 * qmax);
   return bound;
 }
 
-// Where the int8 path runs (AVX512-VNNI at the AVX-512 level) it must match the reference
-// on rounded A to float rounding, and the reference on A itself within the rounding's
-// bound; elsewhere (no VNNI, or 8-bit weights under Auto) the float path's result stands.
+// Where an integer path runs (AVX512-VNNI at the AVX-512 level) it must match the
+// reference on A rounded as that path rounds it to float rounding, and the reference on A
+// itself within the rounding's bound; elsewhere (no VNNI) the float path's result stands.
 // `force_int8`: ask for int8 activations; else the default (or the environment's choice).
-// Returns how many levels ran the int8 path.
-int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true) {
+// Returns how many levels ran an integer path; counts the int16 ones in `int16_levels`.
+int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true, int* int16_levels = nullptr) {
   const Tensor w = weights(c.K, c.N, seed, c.block);
   const quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
   const quant::NbitsTensors t = quant::to_matmul_nbits(q);
@@ -201,17 +203,15 @@ int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true) {
   auto g = nbits_graph(c, t, c.bias ? &bias : nullptr);
   Tensor a = testing::random_f32(c.a_shape, seed + 3);
   std::memset(a.mutable_data<float>(), 0, sizeof(float) * std::min<int64_t>(c.block, c.K));  // all-zero groups: scale 0
-  Tensor rounded = testing::random_f32(c.a_shape, seed + 3);
-  std::memcpy(rounded.mutable_data<float>(), a.data<float>(), sizeof(float) * a.numel());
-  round_like_int8_activations(rounded, c.K, c.bits);
+  // Outliers, as real activations have (x100-x1000 in a few channels): their runs' codes
+  // are coarse, and a zero point handled in floats would cancel large terms (nbits_packed.h).
+  for (int64_t i = 37; i < a.numel(); i += 97) a.mutable_data<float>()[i] *= 400.0f;
   SessionOptions ro;
   ro.kernels = KernelChoice::Reference;
   const Tensor want_float = Session(g, ro).run({{"A", a}})[0].second;
-  const Tensor want_int8 = Session(g, ro).run({{"A", rounded}})[0].second;
-  const std::vector<double> bound = int8_rounding_bound(q, a);
   std::optional<ActivationsScope> on;
   if (force_int8) on.emplace(cpu::NbitsActivations::Int8);
-  int int8_levels = 0;
+  int integer_levels = 0;
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);
     SessionOptions o;
@@ -220,39 +220,58 @@ int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true) {
     Session s(g, o);
     EXPECT_EQ(s.optimized_nodes(), 1) << c.label() << ": declined";
     const Tensor got = s.run({{"A", a}})[0].second;
-    const bool int8 = cpu::nbits_int8_path_active(c.bits);
-    int8_levels += int8;
-    if (int8) {  // the block sums are exact integers: what differs is float summation order over K
-      const double atol = 1e-5 * static_cast<double>(std::max<int64_t>(1, c.K / 128));
-      testing::expect_close(got, want_int8, Tolerance{1e-5, atol}, c.label() + " int8 activations at " + isa_name(level));
-      for (int64_t i = 0; i < got.numel(); ++i) {
-        const double diff = std::fabs(static_cast<double>(got.data<float>()[i]) - want_float.data<float>()[i]);
-        EXPECT_LE(diff, bound[i] + 1e-4 * (1.0 + std::fabs(want_float.data<float>()[i])))
-            << c.label() << " int8 activations against float A at " << isa_name(level) << ", output " << i;
-      }
-    } else {
+    const cpu::NbitsDecodePath path = cpu::nbits_decode_path(c.bits);
+    if (path == cpu::NbitsDecodePath::Float) {
       testing::expect_close(got, want_float, Tolerance{1e-4, 1e-3}, c.label() + " at " + isa_name(level));
+      continue;
+    }
+    ++integer_levels;
+    const bool int16 = path == cpu::NbitsDecodePath::Int16;
+    if (int16 && int16_levels) ++*int16_levels;
+    const float qmax = int16 ? 32767.0f : 127.0f;
+    const std::string what = c.label() + (int16 ? " int16" : " int8") + " activations at " + isa_name(level);
+    // The run sums are exact integers: what differs is float summation order over K, an
+    // error that grows with sum |w| |a| (the outliers), not with the result.
+    Tensor rounded = testing::random_f32(c.a_shape, seed + 3);
+    std::memcpy(rounded.mutable_data<float>(), a.data<float>(), sizeof(float) * a.numel());
+    round_like_integer_activations(rounded, c.K, qmax);
+    const Tensor want = Session(g, ro).run({{"A", rounded}})[0].second;
+    const std::vector<double> magnitude = rounding_bound(q, rounded, 0.5);  // sum of |w| max|a| of its run, per output
+    const double atol = 1e-5 * static_cast<double>(std::max<int64_t>(1, c.K / 128));
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double w = want.data<float>()[i];
+      EXPECT_LE(std::fabs(got.data<float>()[i] - w), 1e-5 * std::fabs(w) + atol + 1e-6 * magnitude[i])
+          << what << " against the reference on rounded A, output " << i;
+    }
+    const std::vector<double> bound = rounding_bound(q, a, qmax);
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double diff = std::fabs(static_cast<double>(got.data<float>()[i]) - want_float.data<float>()[i]);
+      EXPECT_LE(diff, bound[i] + 1e-4 * (1.0 + std::fabs(want_float.data<float>()[i])))
+          << what << " against float A, output " << i;
     }
   }
-  return int8_levels;
+  return integer_levels;
 }
 
-// Whether the int8 path should run for `bits`-bit weights at the top ISA level, from the
-// mode alone (the kernel's own nbits_int8_path_active is what is under test).
-bool int8_expected(int bits, bool force_int8) {
+// Whether an integer path should run for `bits`-bit weights at the top ISA level, from the
+// mode alone (the kernel's own nbits_decode_path is what is under test); int16: which one.
+bool int8_expected(int bits, bool force_int8, bool* int16 = nullptr) {
   ScopedIsaLevel top(available_isas().back());
   const cpu::NbitsActivations mode = force_int8 ? cpu::NbitsActivations::Int8 : cpu::nbits_activations();
-  const bool asked = mode == cpu::NbitsActivations::Int8 || (mode == cpu::NbitsActivations::Auto && bits == 4);
-  return asked && cpu::nbits_int8_path_available();
+  const bool integer = mode != cpu::NbitsActivations::Float && cpu::nbits_int8_path_available();
+  if (int16) *int16 = integer && mode == cpu::NbitsActivations::Auto && bits == 8;
+  return integer;
 }
 
 // The edge shapes through check_int8, checking that the int8 path ran exactly where
 // expected (once per case: at the top level; never below AVX-512).
 void int8_edge_shapes(bool force_int8) {
-  int int8_runs = 0, expected = 0;
+  int int8_runs = 0, expected = 0, int16_runs = 0, expected16 = 0;
   auto one = [&](const NbitsCase& c, uint32_t seed) {
-    int8_runs += check_int8(c, seed, force_int8);
-    expected += int8_expected(c.bits, force_int8);
+    int8_runs += check_int8(c, seed, force_int8, &int16_runs);
+    bool int16 = false;
+    expected += int8_expected(c.bits, force_int8, &int16);
+    expected16 += int16;
   };
   uint32_t seed = 0;
   for (int bits : {4, 8})
@@ -263,7 +282,13 @@ void int8_edge_shapes(bool force_int8) {
             for (int64_t m : {1, 2, 3, 4}) one({bits, K, N, block, sym, {m, K}, (K + N) % 2 == 0, 1}, seed++);
   one({4, 576, 1536, 32, false, {1, 1, 576}, false, 2}, 1);
   one({8, 576, 192, 128, true, {3, 576}, true, 2}, 1);
+  one({8, 1536, 600, 64, false, {1, 1536}, true, 2}, 2);  // 38 panels over 2 threads, the last of 8 columns
+  one({4, 576, 49152 / 16 + 5, 32, true, {2, 576}, false, 2}, 3);
+  // Over matmul_nbits.cpp's kShareMinBytes (2 MiB of weights): shared out over 2 threads.
+  one({4, 576, 8192 + 5, 32, false, {2, 576}, true, 2}, 4);
+  one({8, 576, 4096 + 3, 32, true, {1, 576}, false, 2}, 5);
   EXPECT_EQ(int8_runs, expected);
+  EXPECT_EQ(int16_runs, expected16);
 }
 
 // What the environment asked for, when it did.
@@ -295,6 +320,7 @@ TEST(CpuMatMulNBits, ActivationsAutoByDefault) {
   ScopedIsaLevel top(available_isas().back());
   EXPECT_EQ(cpu::nbits_int8_path_active(4), cpu::nbits_int8_path_available());
   EXPECT_FALSE(cpu::nbits_int8_path_active(8));
+  EXPECT_EQ(cpu::nbits_decode_path(8) == cpu::NbitsDecodePath::Int16, cpu::nbits_int8_path_available());
 }
 
 TEST(CpuMatMulNBits, DeclinesWhatItDoesNotHandle) {

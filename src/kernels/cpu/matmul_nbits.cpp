@@ -2,12 +2,12 @@
 // (see the reference kernel in ref_quant_matmul.cpp for the semantics).
 //
 // Two paths, both threaded over N:
-//   - decode (A has at most kNbitsMaxRows rows): memory-bound. Each weight byte is read
-//     once and dequantized in registers (simd/nbits_gemv_*.cpp), zero point included; the
-//     block scale applies once per block. This is the GEMV the decode step spends its time in.
-//     Where AVX512-VNNI is present and int8 activations apply (matmul_nbits.h: by default
-//     for 4-bit weights), A's rows are quantized per 32 elements instead and those sums are integer dot
-//     products (simd/nbits_gemv_q8_vnni_avx512.cpp); else the float GEMV above.
+//   - decode (A has at most kNbitsMaxRows rows): memory-bound, each weight byte read once.
+//     Where AVX512-VNNI is present (and matmul_nbits.h's mode allows), integer dot products
+//     on weights repacked into 16-column panels at session creation (simd/nbits_packed.h):
+//     int8 A for 4-bit weights, int16 A for 8-bit ones, quantized per 32 elements per call.
+//     Else the float GEMV on the file's layout: weights dequantized in registers, zero point
+//     included, the block scale once per block (simd/nbits_gemv_*.cpp).
 //   - prefill (more rows): compute-bound. Each thread dequantizes a panel of columns
 //     (simd/nbits_dequant_*.cpp) into a per-thread buffer and multiplies it with oneDNN's
 //     sgemm; the float weights never exist whole, A stays float32.
@@ -27,9 +27,11 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/matmul_nbits.h"
 #include "kernels/cpu/dnnl_common.h"
+#include "kernels/cpu/simd/nbits_packed.h"
 #include "kernels/cpu/simd/nbits_table.h"
 #include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/thread_scratch.h"
+#include "kernels/cpu/work_sharing.h"
 #include "kernels/dispatch/cpu_features.h"
 
 namespace octet::cpu {
@@ -42,11 +44,21 @@ const NbitsTable& nbits_table(IsaLevel level) {
     NbitsTable avx2 = generic, avx512 = generic;
     if (detected_isa() >= IsaLevel::Avx2) fill_nbits_table_avx2(avx2), fill_nbits_dequant_avx2(avx2), avx512 = avx2;
     if (detected_isa() >= IsaLevel::Avx512) fill_nbits_table_avx512(avx512), fill_nbits_dequant_avx512(avx512);
-    if (detected_isa() >= IsaLevel::Avx512 && __builtin_cpu_supports("avx512vnni")) fill_nbits_q8_vnni_avx512(avx512);
     return std::array<NbitsTable, 3>{generic, avx2, avx512};
   }();
   return tables[static_cast<size_t>(std::min(level, detected_isa()))];
 }
+
+namespace {
+
+// The integer GEMV on packed panels: the CPU's (null members without AVX512-VNNI).
+const NbitsPackedKernels& packed_kernels() {
+  static const NbitsPackedKernels k =
+      detected_isa() >= IsaLevel::Avx512 ? nbits_packed_kernels_vnni() : NbitsPackedKernels{};
+  return k;
+}
+
+}  // namespace
 
 namespace {
 
@@ -69,12 +81,13 @@ std::atomic<NbitsActivations>& activations_mode() {
 
 void set_nbits_activations(NbitsActivations mode) { activations_mode().store(mode, std::memory_order_relaxed); }
 NbitsActivations nbits_activations() { return activations_mode().load(std::memory_order_relaxed); }
-bool nbits_int8_path_available() { return nbits_table(active_isa()).gemv_q8 != nullptr; }
-bool nbits_int8_path_active(int bits) {
+bool nbits_int8_path_available() { return active_isa() >= IsaLevel::Avx512 && packed_kernels().gemv != nullptr; }
+NbitsDecodePath nbits_decode_path(int bits) {
   const NbitsActivations mode = nbits_activations();
-  const bool asked = mode == NbitsActivations::Int8 || (mode == NbitsActivations::Auto && bits == 4);
-  return asked && nbits_int8_path_available();
+  if (mode == NbitsActivations::Float || !nbits_int8_path_available()) return NbitsDecodePath::Float;
+  return mode == NbitsActivations::Int8 || bits == 4 ? NbitsDecodePath::Int8 : NbitsDecodePath::Int16;
 }
+bool nbits_int8_path_active(int bits) { return nbits_decode_path(bits) == NbitsDecodePath::Int8; }
 
 namespace {
 
@@ -89,9 +102,9 @@ struct NbitsState : KernelState {
   std::shared_ptr<const Tensor> b;  // uint8 [N, k_blocks, block * bits / 8], as in the file
   std::vector<float> scales;        // [N, k_blocks]
   std::vector<float> zeros;         // [N, k_blocks]: zero points as floats
-  std::vector<uint8_t> zero_codes;  // [N, k_blocks]: the same as integers (int8-activation path)
   std::vector<float> zero_scales;   // [N, k_blocks]: zero point * scale (the prefill path)
   std::vector<float> bias;          // [N] or empty
+  std::unique_ptr<NbitsPacked> packed;  // the integer GEMV's panels, where the CPU runs it
 };
 
 const Value* constant_value(const Node& node, size_t i) {
@@ -134,78 +147,91 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   s->scales.assign(ps, ps + count);
   s->zero_scales.resize(static_cast<size_t>(count));
   s->zeros.resize(static_cast<size_t>(count));
-  s->zero_codes.resize(static_cast<size_t>(count));
+  std::vector<uint8_t> zero_codes(static_cast<size_t>(count));
   const int mask = (1 << s->bits) - 1;
   for (int64_t n = 0; n < s->N; ++n)
     for (int64_t kb = 0; kb < s->k_blocks; ++kb) {
       const int64_t bit = kb * s->bits;
       const int zero = zp ? (zp[n * zp_row + bit / 8] >> (bit % 8)) & mask : 1 << (s->bits - 1);
       s->zeros[n * s->k_blocks + kb] = static_cast<float>(zero);
-      s->zero_codes[n * s->k_blocks + kb] = static_cast<uint8_t>(zero);
+      zero_codes[n * s->k_blocks + kb] = static_cast<uint8_t>(zero);
       s->zero_scales[n * s->k_blocks + kb] = static_cast<float>(zero) * s->scales[n * s->k_blocks + kb];
     }
+  if (packed_kernels().gemv)  // a second copy of the weights, in the order the integer GEMV reads
+    s->packed = std::make_unique<NbitsPacked>(
+        pack_nbits(s->bits, s->N, s->k_blocks, s->block, s->b->raw(), s->scales.data(), zero_codes.data()));
   out = std::move(s);
   return true;
 }
 
-// Both decode GEMVs: columns in tasks of 8 (whole cache lines of y) over the threads, each
-// task's columns computed by `columns(n0, n1)` and then given the bias.
+// The decode GEMVs share their columns out in chunks of about this many weight bytes:
+// small enough that the caller seldom waits long on a helper's last chunk, big enough to
+// pay for claiming one (an atomic on a cache line both cores write).
+constexpr int64_t kShareBytes = 32 * 1024;
+
+// A GEMV with fewer weight bytes than this runs on its caller alone. Sharing costs a
+// wake-up, cache lines passed between the cores and, on a busy machine, a helper's late
+// last chunk; SmolLM2's decode step under load 6-8 (bench-decode, 2 threads, 2 interleaved
+// rounds, median ms) int4 12.0 / 10.7 sharing every GEMV, 7.4 / 8.9 sharing only those of
+// 4 MB and more (the LM head), 8.5 / 7.0 with 1 thread; int8 14.5 / 15.2 -> 10.9 / 10.9
+// (1 thread 10.2 / 9.5). Below ~2 MB (~60 us of one thread's streaming) the gain did not pay.
+constexpr int64_t kShareMinBytes = 2 << 20;
+
+int share_threads(const KernelContext& ctx, int64_t weight_bytes) {
+  return weight_bytes < kShareMinBytes ? 1 : ctx.threads();
+}
+
+// The float decode GEMV: columns in groups of 8 (whole cache lines of y), chunks of about
+// kShareBytes of weights over the threads (share_work), each chunk's columns computed by
+// `columns(n0, n1)` and then given the bias.
 template <typename Columns>
 void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, int64_t kp, float* y,
                   const Columns& columns) {
-  const int64_t chunks = (s.N + 7) / 8;
-  parallel_ranges(ctx, chunks, s.N * kp, [&](int64_t begin, int64_t end) {
+  const int64_t groups = (s.N + 7) / 8, group_bytes = 8 * kp * s.bits / 8;
+  auto run = [&](int64_t begin, int64_t end) {
     const int64_t n0 = begin * 8, n1 = std::min(s.N, end * 8);
     columns(n0, n1);
     if (!s.bias.empty())
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
-  });
+  };
+  share_work(share_threads(ctx, groups * group_bytes), groups, (kShareBytes + group_bytes - 1) / group_bytes, run);
 }
 
-// Decode with int8 activations: each row quantized per run of 32 elements (nbits_table.h)
-// symmetrically (scale = max|a| / 127, codes rounded to nearest even), arranged as the float
-// path arranges A, then the integer GEMV. The quantization is O(rows * K) against the
-// GEMV's O(rows * K * N).
-void run_gemv_q8(const KernelContext& ctx, const NbitsState& s, const NbitsTable& table, const float* a, int64_t rows,
-                 float* y) {
-  const int64_t kp = s.k_blocks * s.block, runs = kp / 32;
-  int8_t* aq = thread_scratch_as<int8_t>(Scratch::NbitsA, rows * kp);
-  float* a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, rows * runs);
-  int32_t* a_sums = thread_scratch_as<int32_t>(Scratch::NbitsASums, rows * runs);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t u = 0; u < runs; ++u) {
-      const float* src = a + r * s.K + u * 32;
-      const int64_t len = std::clamp<int64_t>(s.K - u * 32, 0, 32);  // 0: a run wholly past K
-      float amax = 0.0f;
-      for (int64_t j = 0; j < len; ++j) amax = std::max(amax, std::fabs(src[j]));
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int8_t run[32];
-      int32_t sum = 0;
-      for (int j = 0; j < 32; ++j) {
-        const int v = j < len ? static_cast<int>(std::nearbyint(src[j] * inv)) : 0;
-        run[j] = static_cast<int8_t>(std::clamp(v, -127, 127));
-        sum += run[j];
-      }
-      int8_t* dst = aq + r * kp + u * 32;
-      if (s.bits == 4)
-        for (int j = 0; j < 16; ++j) dst[j] = run[2 * j], dst[16 + j] = run[2 * j + 1];
-      else
-        std::memcpy(dst, run, sizeof run);
-      a_scales[r * runs + u] = amax / 127.0f;
-      a_sums[r * runs + u] = sum;
-    }
-  NbitsQ8Args g;
-  g.bits = s.bits, g.rows = rows, g.k_blocks = s.k_blocks, g.block = s.block;
-  g.b = s.b->raw(), g.scales = s.scales.data(), g.zeros = s.zero_codes.data();
-  g.a = aq, g.a_scales = a_scales, g.a_sums = a_sums, g.y = y, g.ldy = s.N;
-  gemv_columns(ctx, s, rows, kp, y, [&](int64_t n0, int64_t n1) { table.gemv_q8(g, n0, n1); });
+// Decode with integer activations (matmul_nbits.h): A quantized per run of 32 elements
+// (O(rows * K), against the GEMV's O(rows * K * N)), then the packed GEMV, panels over the
+// threads through share_work (work_sharing.h: no fork/join to wait on). qmax 127 (int8 codes) or 32767 (int16); 8-bit weights read int16 codes either way.
+void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, const float* a, int64_t rows, float* y) {
+  const NbitsPackedKernels& kernels = packed_kernels();
+  const NbitsPacked& w = *s.packed;
+  const int64_t kp = s.k_blocks * s.block;
+  NbitsQuantizeArgs q;
+  q.a = a, q.rows = rows, q.K = s.K, q.lda = s.K, q.k_blocks = s.k_blocks, q.block = s.block;
+  q.qmax = qmax, q.int16 = s.bits == 8;
+  q.aq = thread_scratch(Scratch::NbitsA, static_cast<size_t>(rows * kp) * (q.int16 ? 2 : 1));
+  q.a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, rows * (kp / 32));
+  q.a_zero = thread_scratch_as<int32_t>(Scratch::NbitsAZero, rows * (kp / 32));
+  kernels.quantize(q);
+  NbitsPackedArgs g;
+  g.w = &w, g.rows = rows, g.a = q.aq, g.a_scales = q.a_scales, g.a_zero = q.a_zero, g.y = y, g.ldy = s.N;
+  auto panels = [&](int64_t begin, int64_t end) {
+    kernels.gemv(g, begin, end);
+    const int64_t n0 = begin * kNbitsPanel, n1 = std::min(s.N, end * kNbitsPanel);
+    if (!s.bias.empty())
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
+  };
+  const int64_t panel_bytes = kp * kNbitsPanel * s.bits / 8;
+  share_work(share_threads(ctx, w.panels * panel_bytes), w.panels, (kShareBytes + panel_bytes - 1) / panel_bytes,
+             panels);
 }
 
 // Decode: A's rows arranged as nbits_table.h wants, then the GEMV and the bias.
 void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, float* y) {
   const NbitsTable& table = nbits_table(active_isa());
-  if (nbits_int8_path_active(s.bits)) return run_gemv_q8(ctx, s, table, a, rows, y);
+  const NbitsDecodePath path = nbits_decode_path(s.bits);
+  if (path != NbitsDecodePath::Float && s.packed)
+    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? 32767 : 127, a, rows, y);
   const int64_t kp = s.k_blocks * s.block;
   float* arranged = thread_scratch_as<float>(Scratch::NbitsA, rows * kp);
   for (int64_t r = 0; r < rows; ++r) {

@@ -20,9 +20,9 @@ enum class Scratch {
   QuantizedA, SplitA, Sums, SplitSums, RowScales, RowZeros, PlainB, Columns,
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.
   AttentionKeys, AttentionValues, AttentionScores, AttentionQueries,
-  // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV (float or int8), a dequantized
-  // weight panel, and the int8 path's per-run activation scales and sums.
-  NbitsA, NbitsPanel, NbitsAScales, NbitsASums,
+  // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV (float or integer codes), a
+  // dequantized weight panel, and the integer path's per-run scales and zero-point terms.
+  NbitsA, NbitsPanel, NbitsAScales, NbitsAZero,
   kCount
 };
 

@@ -34,27 +34,6 @@ struct NbitsGemvArgs {
   int64_t ldy = 0;
 };
 
-// The int8-activation form (onnxruntime's accuracy_level 4, llama.cpp's Q4_0 x Q8_0): each
-// row of A quantized per run of 32 elements (block is a multiple of 32: a weight block holds
-// whole runs), symmetric int8 with one float scale per run, laid out as A above (evens then
-// odds for bits = 4, zero padded past K). Then per run the products are integers:
-// y[r, n] = sum_u scale[n, u * 32 / block] * a_scale[r, u] *
-// (sum_j q[n, u, j] * aq[r, u, j] - zero[n, u * 32 / block] * a_sum[r, u]), a_sum the run's
-// sum of aq. Runs of 32 whatever the weight block: an outlier in A then coarsens 32 codes,
-// not 128 (for blocks of 32, octet's int4 default, the two are the same).
-struct NbitsQ8Args {
-  int bits = 4;
-  int64_t rows = 1, k_blocks = 0, block = 0;
-  const uint8_t* b = nullptr;
-  const float* scales = nullptr;    // [N, k_blocks]
-  const uint8_t* zeros = nullptr;   // [N, k_blocks], the zero points
-  const int8_t* a = nullptr;        // [rows, k_blocks * block]
-  const float* a_scales = nullptr;  // [rows, k_blocks * block / 32]
-  const int32_t* a_sums = nullptr;  // [rows, k_blocks * block / 32]
-  float* y = nullptr;               // y[r * ldy + n]
-  int64_t ldy = 0;
-};
-
 // The prefill path's dequantization: column n's K weights as floats, in the natural order,
 // dst[k] = q[n, k] * scale[n, k / block] - zero_scale[n, k / block] (zero_scale = zero *
 // scale, so the value is one FMA from the code; the reference kernel's (q - zero) * scale
@@ -71,9 +50,6 @@ struct NbitsTable {
   const char* name = nullptr;
   // Columns n0 <= n < n1 of y for every row of A: the sums above.
   void (*gemv)(const NbitsGemvArgs& args, int64_t n0, int64_t n1) = nullptr;
-  // The int8-activation sums, where the CPU has integer dot products (AVX512-VNNI); null
-  // elsewhere: matmul_nbits.cpp then keeps the float path.
-  void (*gemv_q8)(const NbitsQ8Args& args, int64_t n0, int64_t n1) = nullptr;
   // Column n of B dequantized into dst[0..K).
   void (*dequant)(const NbitsDequantArgs& args, int64_t n, float* dst) = nullptr;
 };
@@ -81,7 +57,6 @@ struct NbitsTable {
 void fill_nbits_table_generic(NbitsTable& t);
 void fill_nbits_table_avx2(NbitsTable& t);
 void fill_nbits_table_avx512(NbitsTable& t);
-void fill_nbits_q8_vnni_avx512(NbitsTable& t);  // sets gemv_q8 only
 // Each sets dequant only (nbits_dequant_*.cpp).
 void fill_nbits_dequant_generic(NbitsTable& t);
 void fill_nbits_dequant_avx2(NbitsTable& t);

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include "core/sizes.h"
+#include "runtime/execution_order.h"
 
 #include <omp.h>
 
@@ -130,7 +131,7 @@ void Session::select_kernels() {
 
   std::map<int, size_t> last_reader;
   const WeightPackingScope packing(options_.pack_weights);
-  for (const Node* n : graph_->nodes()) {
+  for (const Node* n : execution_order(*graph_)) {
     Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}};
     // A reference kernel may build per-node state too (If keeps its branch sessions).
     if (step.kernel->prepare && !naming_allocation_failures([&] { return n->describe(); },

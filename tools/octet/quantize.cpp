@@ -227,7 +227,9 @@ void quantize_command(const Options& o) {
   // saved proto) is mapped on its own and returned to the system when freed. glibc's
   // default raises the threshold after each large free, so later large buffers came from
   // the heap and stayed resident after use: SmolLM2-135M's peak RSS was 250 MB higher.
+#ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   if (!o.weights.empty()) return weight_only_command(o);
   if (o.block || o.asymmetric || o.keep_lm_head || o.method != "rtn")
     fail("--block, --asymmetric, --keep-lm-head and --method go with --weights int4|int8");

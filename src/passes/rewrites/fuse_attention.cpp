@@ -91,7 +91,9 @@ void append_quant_params(GraphPatch& patch, const attention::Match& m, std::vect
   }
 }
 
-bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<Node*>& removed) {
+}  // namespace
+
+bool attention::apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<Node*>& removed) {
   std::vector<Node*> dying;
   if (!dying_readers(m, dying)) return false;
   if (!m.keep_final_reshape && read_by_subgraph(m.final_reshape->output(0))) return false;
@@ -124,10 +126,12 @@ bool apply(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<No
   return true;
 }
 
+namespace {
+
 bool run(Graph& g, PassContext& ctx) {
   return fuse_chains<attention::Match>(
       g, [](Node* n, attention::Match& m) { return (is_op(n, "Softmax") || is_op(n, "Exp")) && attention::match(n, m); },
-      [&](const attention::Match& m, std::vector<Node*>& gone) { return apply(g, ctx, m, gone); });
+      [&](const attention::Match& m, std::vector<Node*>& gone) { return attention::apply(g, ctx, m, gone); });
 }
 
 }  // namespace

@@ -165,15 +165,6 @@ bool scores_product(const Value* v) {
   return is_op(p, "MatMul");
 }
 
-// `v` through a fake quantization whose pair belongs to the chain alone (the quantized
-// value and the dequantized one each read once): the float tensor quantized, or nullptr.
-Value* through_fake_quant(Value* v, FakeQuant& fq) {
-  auto f = fake_quant_of(v);
-  if (!f || !single_use(v) || !single_use(f->quantize->output(0))) return nullptr;
-  fq = *f;
-  return f->x;
-}
-
 // A reduction over the last axis of a rank-`rank` tensor with keepdims: axes as the
 // attribute (ReduceMax before opset 18) or a constant second input.
 bool reduces_last_axis(const Node* n, int64_t rank) {
@@ -187,12 +178,15 @@ bool reduces_last_axis(const Node* n, int64_t rank) {
   return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
 }
 
-// The written-out softmax of octet quantize --attention int8 (the default), from its Exp: the scores S (Exp reads
-// S - ReduceMax(S) over the last axis), E's Q/DQ and its ReduceSum (E's only two readers).
-struct RowSoftmax {
-  Value* scores = nullptr;
-  Node *max = nullptr, *sub = nullptr, *sum = nullptr, *quantize = nullptr;
-};
+}  // namespace
+
+Value* through_fake_quant(Value* v, FakeQuant& fq) {
+  auto f = fake_quant_of(v);
+  if (!f || !single_use(v) || !single_use(f->quantize->output(0))) return nullptr;
+  fq = *f;
+  return f->x;
+}
+
 std::optional<RowSoftmax> row_softmax(Node* exp) {
   if (!is_op(exp, "Exp") || !exp->output(0)) return std::nullopt;
   Node* sub = exp->input(0)->producer();
@@ -213,8 +207,6 @@ std::optional<RowSoftmax> row_softmax(Node* exp) {
   if (!r.sum || !r.quantize || !single_use(r.sum->output(0))) return std::nullopt;
   return r;
 }
-
-}  // namespace
 
 bool match(Node* sm, Match& m) {
   m = Match{};

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/pass.h"
 #include "passes/pattern.h"
 
 namespace octet::passes::attention {
@@ -39,6 +41,24 @@ struct Match {
   // results have no reader outside the chain except shape computations that die with it.
   std::vector<Node*> nodes;
 };
+
+// The written-out softmax of octet quantize --attention int8 (the default), from its Exp:
+// the scores S (Exp reads S - ReduceMax(S) over the last axis), E's QuantizeLinear and its
+// ReduceSum (E's only two readers). Shared with fuse_qbmm_attention.
+struct RowSoftmax {
+  Value* scores = nullptr;
+  Node *max = nullptr, *sub = nullptr, *sum = nullptr, *quantize = nullptr;
+};
+std::optional<RowSoftmax> row_softmax(Node* exp);
+
+// `v` through a fake quantization whose pair belongs to the chain alone (the quantized
+// value and the dequantized one each read once): the float tensor quantized, or nullptr.
+Value* through_fake_quant(Value* v, FakeQuant& fq);
+
+// Replaces the chain `m` describes with octet.Attention / octet.QAttention (fuse_attention.cpp);
+// false, graph untouched, when a reader outside the chain forbids it. `removed` gets the
+// removed nodes.
+bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& removed);
 
 // Fills `m` when `softmax` is the Softmax of a fusable attention block, or the Exp of one
 // written out for per-row probabilities (Match::row_probabilities).

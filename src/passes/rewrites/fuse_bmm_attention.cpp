@@ -32,10 +32,13 @@
 #include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/attention_chain.h"
+#include "passes/rewrites/bmm_attention_chain.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
 namespace {
+
+using namespace bmm;
 
 struct Match {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;  // the fused node's inputs
@@ -47,59 +50,6 @@ struct Match {
   std::vector<Node*> nodes;
 };
 
-const DimVector* dims_of(const Value* v) { return v && v->type.dims ? &*v->type.dims : nullptr; }
-
-bool dims_are(const Value* v, const DimVector& want) {
-  const DimVector* d = dims_of(v);
-  return d && *d == want;
-}
-
-bool has_perm(const Node* n, const std::vector<int64_t>& perm) {
-  return is_op(n, "Transpose") && n->attr_ints("perm") == perm;
-}
-
-// The 4-D input of a Reshape producing `merged` = [B*H, L, D] from [B, H, L, D]; nullptr
-// when `merged` is not that. (Its other readers, the exporter's key_states.size(1), must
-// die with the chain: chain_dying_readers.)
-Value* unmerged(Value* merged, std::vector<Node*>& nodes) {
-  Node* r = producer(merged, "Reshape");
-  if (!r) return nullptr;
-  Value* x = r->input(0);
-  const DimVector* d = dims_of(x);
-  if (!d || d->size() != 4 || !(*d)[1].constant()) return nullptr;
-  if (!dims_are(merged, {(*d)[0] * (*d)[1], (*d)[2], (*d)[3]})) return nullptr;
-  nodes.push_back(r);
-  return x;
-}
-
-// x [B,S,E] when `split4` = Transpose(0,2,1,3)(Reshape [B,S,H,D](x)), both read only by
-// the chain (whose next node is the merging Reshape); the two nodes are appended.
-Value* projection_of(Value* split4, int64_t heads, std::vector<Node*>& nodes) {
-  Node* t = split4->producer();
-  if (!has_perm(t, {0, 2, 1, 3}) || !single_use(split4) || split4->is_graph_output()) return nullptr;
-  Node* r = producer(t->input(0), "Reshape");
-  if (!r || !single_use(t->input(0)) || t->input(0)->is_graph_output()) return nullptr;
-  Value* x = r->input(0);
-  const DimVector *in = dims_of(x), *out = dims_of(t->input(0));
-  if (!in || !out || in->size() != 3 || out->size() != 4) return nullptr;
-  if (!((*out)[0] == (*in)[0] && (*out)[1] == (*in)[1] && (*out)[2] == Dim(heads))) return nullptr;
-  if (!((*in)[2] == Dim(heads) * (*out)[3])) return nullptr;
-  nodes.insert(nodes.end(), {r, t});
-  return x;
-}
-
-// Div|Mul of the scores by a one-element constant: the factor, and the scores before it.
-std::optional<std::pair<double, Value*>> scaling(Node* n) {
-  if (!n || (!is_op(n, "Div") && !is_op(n, "Mul"))) return std::nullopt;
-  for (int i = 0; i < 2; ++i) {
-    if (is_op(n, "Div") && i == 1) break;
-    const auto c = scalar_constant(n->input(1 - i));
-    if (!c || *c == 0 || !std::isfinite(*c) || !is_scalar(n->input(1 - i), *c, n->input(i))) continue;
-    return std::make_pair(is_op(n, "Div") ? 1.0 / *c : *c, n->input(i));
-  }
-  return std::nullopt;
-}
-
 bool match(Node* softmax, Match& m) {
   m.softmax = softmax;
   Value* s = softmax->input(0);
@@ -109,27 +59,8 @@ bool match(Node* softmax, Match& m) {
     return false;
   m.nodes.push_back(softmax);
   // [Reshape [B,H,S,T] -> Add(., mask) -> Reshape [B*H,S,T]]
-  Node* back = producer(s, "Reshape");
-  Node* add = back ? producer(back->input(0), "Add") : nullptr;
   Value* scores4 = nullptr;
-  if (back) {
-    if (!add || !single_use(back->input(0))) return false;
-    // The scores' side: a Reshape of the product (maybe scaled); the mask may be a Reshape too.
-    for (int i = 0; i < 2 && !scores4; ++i) {
-      const Node* r = producer(add->input(i), "Reshape");
-      const Value* below = r ? r->input(0) : nullptr;
-      if (below && scaling(below->producer())) below = scaling(below->producer())->second;
-      if (r && single_use(add->input(i)) && producer(below, "MatMul")) scores4 = add->input(i);
-    }
-    if (!scores4) return false;
-    m.mask = other_input(add, scores4);
-    const DimVector* md = dims_of(m.mask);
-    if (!m.mask || m.mask == scores4 || m.mask->type.dtype != DType::Float32 || !md || md->size() > 4) return false;
-    Node* split = scores4->producer();
-    m.nodes.insert(m.nodes.end(), {back, add, split});
-    s = split->input(0);
-    if (!single_use(s)) return false;
-  }
+  if (!(s = unmasked(s, m.nodes, m.mask, scores4))) return false;
   if (auto sc = scaling(s->producer())) {
     if (!single_use(sc->second)) return false;
     m.nodes.push_back(s->producer());
@@ -158,19 +89,9 @@ bool match(Node* softmax, Match& m) {
   if (!m.final_reshape || m.final_reshape->output(0)->is_graph_output()) return false;
   m.nodes.push_back(m.final_reshape);
 
-  // Shapes: Q4 [B,H,S,D], K4 [B,H,T,D], V4 [B,H,T,Dv]; the scores [B*H,S,T] (and [B,H,S,T]
-  // around the mask), P.V [B*H,S,Dv] split back to [B,H,S,Dv], Y [B,S,H*Dv].
-  const DimVector &qd = *dims_of(q4), &kd = *dims_of(k4), &vd = *dims_of(v4);
-  const auto h = qd[1].constant(), d = qd[3].constant(), dv = vd[3].constant();
-  if (!h || !d || !dv || *h < 1 || !(kd[1] == qd[1]) || !(vd[1] == qd[1]) || !(kd[3] == qd[3])) return false;
-  if (!(kd[0] == qd[0]) || !(vd[0] == qd[0])) return false;
-  const Dim bh = qd[0] * qd[1];
-  if (!dims_are(qk->output(0), {bh, qd[2], kd[2]}) || !dims_are(softmax->output(0), {bh, qd[2], kd[2]})) return false;
-  if (scores4 && !dims_are(scores4, {qd[0], qd[1], qd[2], kd[2]})) return false;
-  if (!dims_are(split->output(0), {qd[0], qd[1], qd[2], vd[3]})) return false;
-  if (!dims_are(m.final_reshape->output(0), {qd[0], qd[2], Dim(*h * *dv)})) return false;
-  for (const Value* x : {q4, k4, v4})
-    if (x->type.dtype != DType::Float32) return false;
+  const auto h = chain_heads(q4, k4, v4, qk->output(0), softmax->output(0), scores4, split->output(0),
+                             m.final_reshape->output(0));
+  if (!h) return false;
   m.heads = *h;
   // Encoder self-attention: all three head splits are the chain's own.
   std::vector<Node*> splits;

@@ -25,6 +25,7 @@ Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)      
 Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge      -> octet.Attention
 Pass fuse_grouped_attention();  // Q.K^T over present K/V [repeat_kv], scale, [Where], [mask], Softmax, .V -> octet.GroupedAttention
 Pass fuse_bmm_attention();  // BART-family per-head [B*H,S,D] bmm attention, [mask] -> octet.Attention / GroupedAttention
+Pass fuse_qbmm_attention();  // the same, static int8 (Q/DQ on both products' inputs) -> octet.QAttention
 Pass fuse_attention_slices();  // (Q)Attention on Slices/Split of packed QKV channels -> reads in place
 Pass fuse_attention_qkv();     // Attention on three MatMulBias of one input    -> one packed projection
 Pass fuse_qattention_qkv();    // QAttention on three QMatMul of one input   -> one packed int8 projection

@@ -38,4 +38,15 @@ bool chain_dying_readers(const std::vector<Node*>& chain_nodes, const Node* repl
   return true;
 }
 
+bool finish_fusion(Graph& g, PassContext& ctx, GraphPatch& patch, const std::vector<Node*>& chain,
+                   const std::vector<Node*>& dying, std::vector<Node*>& removed) {
+  for (Node* n : chain) patch.remove_node(n);
+  for (Node* n : dying) patch.remove_node(n);
+  if (!ctx.apply(patch)) return false;
+  import_octet_domain(g);
+  removed = chain;
+  removed.insert(removed.end(), dying.begin(), dying.end());
+  return true;
+}
+
 }  // namespace octet::passes

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/patch.h"
+#include "passes/pass.h"
 #include "passes/pattern.h"
 
 namespace octet::passes {
@@ -17,6 +19,13 @@ namespace octet::passes {
 // readers move to the fused node's output, so they are not followed.
 bool chain_dying_readers(const std::vector<Node*>& chain, const Node* replaced, const std::vector<const Value*>& inputs,
                          std::vector<Node*>& dying);
+
+// The end every attention fusion shares: removes the chain and its dying readers in
+// `patch`, applies it and imports the octet domain. On success `removed` lists the nodes
+// taken out (the sweep skips later matches that include one); false when the patch was
+// rejected.
+bool finish_fusion(Graph& g, PassContext& ctx, GraphPatch& patch, const std::vector<Node*>& chain,
+                   const std::vector<Node*>& dying, std::vector<Node*>& removed);
 
 // The sweep the attention fusions share, over a snapshot of g.nodes(): every node that
 // `match(node, m)` accepts (m.nodes: the chain) is fused by `apply(m, gone)` unless an

@@ -91,4 +91,17 @@ std::optional<int64_t> chain_heads(const Value* q4, const Value* k4, const Value
   return *h;
 }
 
+Node* scores_product(Value* s, std::vector<Node*>& nodes, Value*& mask, Value*& scores4, double& scale) {
+  if (!(s = unmasked(s, nodes, mask, scores4))) return nullptr;
+  if (auto sc = scaling(s->producer())) {
+    if (!single_use(sc->second)) return nullptr;
+    nodes.push_back(s->producer());
+    scale = sc->first;
+    s = sc->second;
+  }
+  Node* qk = producer(s, "MatMul");
+  if (qk) nodes.push_back(qk);
+  return qk;
+}
+
 }  // namespace octet::passes::bmm

@@ -38,6 +38,11 @@ std::optional<std::pair<double, Value*>> scaling(Node* n);
 // a Reshape of anything else.
 Value* unmasked(Value* s, std::vector<Node*>& nodes, Value*& mask, Value*& scores4);
 
+// From the scores `s` [B*H,S,T] down to the Q.K^T MatMul: through the padding mask
+// (unmasked) and a scale by a constant (scaling, which sets `scale`), appending the nodes
+// passed and the MatMul. nullptr when the chain is not of that form.
+Node* scores_product(Value* s, std::vector<Node*>& nodes, Value*& mask, Value*& scores4, double& scale);
+
 // Proves the chain's shapes: Q4 [B,H,S,D], K4 [B,H,T,D], V4 [B,H,T,Dv] (float32, H, D and
 // Dv constants); the product and the probabilities [B*H,S,T] (and the masked view
 // [B,H,S,T], when there is one); P.V split back to [B,H,S,Dv]; Y [B,S,H*Dv]. Returns H.

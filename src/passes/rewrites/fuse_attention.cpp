@@ -115,14 +115,9 @@ bool attention::apply(Graph& g, PassContext& ctx, const attention::Match& m, std
     if (!can_replace(m.final_reshape->output(0), fused->output(0))) return false;
     patch.replace_uses(m.final_reshape->output(0), fused->output(0));
   }
-  for (Node* n : m.nodes) patch.remove_node(n);
-  for (Node* n : dying) patch.remove_node(n);
-  if (!ctx.apply(patch)) return false;
-  import_octet_domain(g);
+  if (!finish_fusion(g, ctx, patch, m.nodes, dying, removed)) return false;
   ctx.count(std::string(m.quantized ? "octet.QAttention(" : "octet.Attention(") +
             (m.causal ? "causal" : m.mask ? "mask" : "none") + ")");
-  removed = m.nodes;
-  removed.insert(removed.end(), dying.begin(), dying.end());
   return true;
 }
 

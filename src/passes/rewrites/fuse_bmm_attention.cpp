@@ -60,16 +60,8 @@ bool match(Node* softmax, Match& m) {
   m.nodes.push_back(softmax);
   // [Reshape [B,H,S,T] -> Add(., mask) -> Reshape [B*H,S,T]]
   Value* scores4 = nullptr;
-  if (!(s = unmasked(s, m.nodes, m.mask, scores4))) return false;
-  if (auto sc = scaling(s->producer())) {
-    if (!single_use(sc->second)) return false;
-    m.nodes.push_back(s->producer());
-    m.scale = sc->first;
-    s = sc->second;
-  }
-  Node* qk = producer(s, "MatMul");
+  Node* qk = scores_product(s, m.nodes, m.mask, scores4, m.scale);
   if (!qk) return false;
-  m.nodes.push_back(qk);
   Node* kt = producer(qk->input(1), "Transpose");
   if (!kt || !has_perm(kt, {0, 2, 1}) || !single_use(qk->input(1))) return false;
   m.nodes.push_back(kt);
@@ -125,13 +117,8 @@ bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& remov
   Node* fused = patch.add_node(op, inputs, 1, std::move(attrs), "octet", m.softmax->name() + "_bmm_attention");
   if (!can_replace(m.final_reshape->output(0), fused->output(0))) return false;
   patch.replace_uses(m.final_reshape->output(0), fused->output(0));
-  for (Node* n : m.nodes) patch.remove_node(n);
-  for (Node* n : dying) patch.remove_node(n);
-  if (!ctx.apply(patch)) return false;
-  import_octet_domain(g);
+  if (!finish_fusion(g, ctx, patch, m.nodes, dying, removed)) return false;
   ctx.count(std::string("octet.") + op + "(bmm" + (m.mask ? ", mask" : "") + ")");
-  removed = m.nodes;
-  removed.insert(removed.end(), dying.begin(), dying.end());
   return true;
 }
 

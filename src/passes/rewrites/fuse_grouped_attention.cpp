@@ -213,15 +213,10 @@ bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& remov
                                m.softmax->name() + "_grouped_attention");
   if (!can_replace(m.reshape->output(0), fused->output(0))) return false;
   patch.replace_uses(m.reshape->output(0), fused->output(0));
-  for (Node* n : m.nodes) patch.remove_node(n);
-  for (Node* n : dying) patch.remove_node(n);
-  if (!ctx.apply(patch)) return false;
-  import_octet_domain(g);
   const bool grouped = dim_at(m.q, 1) != dim_at(m.k, 1);
+  if (!finish_fusion(g, ctx, patch, m.nodes, dying, removed)) return false;
   ctx.count(std::string("octet.GroupedAttention(") + (grouped ? "gqa" : "mha") + (m.keep ? ", keep" : "") +
             (m.mask ? ", mask" : "") + ")");
-  removed = m.nodes;
-  removed.insert(removed.end(), dying.begin(), dying.end());
   return true;
 }
 

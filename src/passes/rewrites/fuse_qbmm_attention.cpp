@@ -72,16 +72,8 @@ bool match_int8_bmm(Node* sm, attention::Match& m) {
   m.nodes.push_back(sm);
 
   Value* scores4 = nullptr;
-  if (!(s = unmasked(s, m.nodes, m.mask, scores4))) return false;
-  if (auto sc = scaling(s->producer())) {
-    if (!single_use(sc->second)) return false;
-    m.nodes.push_back(s->producer());
-    m.scale = sc->first;
-    s = sc->second;
-  }
-  Node* qk = producer(s, "MatMul");
+  Node* qk = scores_product(s, m.nodes, m.mask, scores4, m.scale);
   if (!qk) return false;
-  m.nodes.push_back(qk);
   Value* q3 = attention::through_fake_quant(qk->input(0), m.q_quant);
   Value* kt3 = attention::through_fake_quant(qk->input(1), m.k_quant);
   if (!q3 || !kt3) return false;

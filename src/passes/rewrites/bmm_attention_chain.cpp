@@ -104,4 +104,17 @@ Node* scores_product(Value* s, std::vector<Node*>& nodes, Value*& mask, Value*& 
   return qk;
 }
 
+std::pair<Node*, Node*> heads_merged(Value* mixed, std::vector<Node*>& nodes) {
+  Node* split = sole_consumer(mixed);
+  if (!is_op(split, "Reshape") || split->input(0) != mixed) return {nullptr, nullptr};
+  Node* merge = sole_consumer(split->output(0));
+  if (!has_perm(merge, {0, 2, 1, 3}) || merge->output(0)->is_graph_output()) return {nullptr, nullptr};
+  Node* final_reshape = nullptr;
+  for (const Use& u : merge->output(0)->uses())
+    if (is_op(u.node, "Reshape") && u.index == 0) final_reshape = final_reshape ? nullptr : u.node;
+  if (!final_reshape || final_reshape->output(0)->is_graph_output()) return {nullptr, nullptr};
+  nodes.insert(nodes.end(), {split, merge, final_reshape});
+  return {split, final_reshape};
+}
+
 }  // namespace octet::passes::bmm

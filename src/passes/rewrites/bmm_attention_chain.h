@@ -43,6 +43,11 @@ Value* unmasked(Value* s, std::vector<Node*>& nodes, Value*& mask, Value*& score
 // passed and the MatMul. nullptr when the chain is not of that form.
 Node* scores_product(Value* s, std::vector<Node*>& nodes, Value*& mask, Value*& scores4, double& scale);
 
+// The heads merged back after P.V: `mixed` [B*H,S,Dv] -> Reshape [B,H,S,Dv] -> Transpose
+// (0,2,1,3) -> the one Reshape reading it (to [B,S,H*Dv]), none of them a graph output;
+// appends the three nodes and returns {the split Reshape, the final Reshape}, or nullptrs.
+std::pair<Node*, Node*> heads_merged(Value* mixed, std::vector<Node*>& nodes);
+
 // Proves the chain's shapes: Q4 [B,H,S,D], K4 [B,H,T,D], V4 [B,H,T,Dv] (float32, H, D and
 // Dv constants); the product and the probabilities [B*H,S,T] (and the masked view
 // [B,H,S,T], when there is one); P.V split back to [B,H,S,Dv]; Y [B,S,H*Dv]. Returns H.

@@ -28,6 +28,7 @@
 // does not, the original Reshape after the Add fails too).
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include "ops/infer.h"
 #include "passes/pattern.h"
@@ -71,15 +72,10 @@ bool match(Node* softmax, Match& m) {
   if (!q4 || !k4 || !is_op(pv, "MatMul") || pv->input(0) != softmax->output(0)) return false;
   m.nodes.push_back(pv);
   Value* v4 = unmerged(pv->input(1), m.nodes);
-  Node* split = sole_consumer(pv->output(0));
-  if (!v4 || !is_op(split, "Reshape") || split->input(0) != pv->output(0)) return false;
-  Node* merge = sole_consumer(split->output(0));
-  if (!has_perm(merge, {0, 2, 1, 3}) || merge->output(0)->is_graph_output()) return false;
-  m.nodes.insert(m.nodes.end(), {split, merge});
-  for (const Use& u : merge->output(0)->uses())
-    if (is_op(u.node, "Reshape") && u.index == 0) m.final_reshape = m.final_reshape ? nullptr : u.node;
-  if (!m.final_reshape || m.final_reshape->output(0)->is_graph_output()) return false;
-  m.nodes.push_back(m.final_reshape);
+  if (!v4) return false;
+  Node* split = nullptr;
+  std::tie(split, m.final_reshape) = heads_merged(pv->output(0), m.nodes);
+  if (!split) return false;
 
   const auto h = chain_heads(q4, k4, v4, qk->output(0), softmax->output(0), scores4, split->output(0),
                              m.final_reshape->output(0));

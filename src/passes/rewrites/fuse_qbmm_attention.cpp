@@ -20,6 +20,7 @@
 // 3-D projections. Decoder attention reads 4-D caches (past Concat, cross-attention
 // inputs), and there is no int8 grouped op over those: it is left as it is.
 #include <optional>
+#include <tuple>
 
 #include "passes/pattern.h"
 #include "passes/rewrites/attention_chain.h"
@@ -99,15 +100,9 @@ bool match_int8_bmm(Node* sm, attention::Match& m) {
     m.nodes.push_back(div);
     mixed = div->output(0);
   }
-  Node* split = sole_consumer(mixed);
-  if (!is_op(split, "Reshape") || split->input(0) != mixed) return false;
-  Node* merge = sole_consumer(split->output(0));
-  if (!has_perm(merge, {0, 2, 1, 3}) || merge->output(0)->is_graph_output()) return false;
-  m.nodes.insert(m.nodes.end(), {split, merge});
-  for (const Use& u : merge->output(0)->uses())
-    if (is_op(u.node, "Reshape") && u.index == 0) m.final_reshape = m.final_reshape ? nullptr : u.node;
-  if (!m.final_reshape || m.final_reshape->output(0)->is_graph_output()) return false;
-  m.nodes.push_back(m.final_reshape);
+  Node* split = nullptr;
+  std::tie(split, m.final_reshape) = heads_merged(mixed, m.nodes);
+  if (!split) return false;
 
   const auto h = chain_heads(q4, k4, v4, qk->output(0), sm->output(0), scores4, split->output(0),
                              m.final_reshape->output(0));

@@ -49,9 +49,28 @@ double max_difference(const std::vector<float>& a, const std::vector<float>& b, 
   return m;
 }
 
+// A sample with every position attended: a padded one would hide the changed tail behind
+// its mask, and a bidirectional encoder would look causal (paraphrase-MiniLM's padded
+// samples did).
+NamedTensors unmasked(const NamedTensors& sample) {
+  NamedTensors out;
+  for (const auto& [name, t] : sample) {
+    if (name != "attention_mask" || (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)) {
+      out.emplace_back(name, t);
+      continue;
+    }
+    Tensor ones = Tensor::uninitialized(t.dtype(), t.shape());
+    if (t.dtype() == DType::Int64) std::fill_n(ones.mutable_data<int64_t>(), t.numel(), int64_t{1});
+    else std::fill_n(ones.mutable_data<int32_t>(), t.numel(), int32_t{1});
+    out.emplace_back(name, std::move(ones));
+  }
+  return out;
+}
+
 }  // namespace
 
-std::optional<std::string> causal_decoder_evidence(const Session& float_model, const NamedTensors& sample) {
+std::optional<std::string> causal_decoder_evidence(const Session& float_model, const NamedTensors& padded) {
+  const NamedTensors sample = unmasked(padded);
   NamedTensors altered;
   std::string ids_name;
   int64_t rows = 0, len = 0;

@@ -11,8 +11,9 @@
 // precomputed scales are faster, and static already meets their fidelity.
 //
 // A decoder is recognised by what it computes, not by its names or ops: on one calibration
-// sample, changing the tokens of the second half of `input_ids` must leave every per-token
-// output's first half unchanged while changing its second half. Bidirectional encoders
+// sample with every position attended (an `attention_mask` input set to ones), changing the
+// tokens of the second half of `input_ids` must leave every per-token output's first half
+// unchanged while changing its second half. Bidirectional encoders
 // fail the first test (every position sees every token), models without token inputs or
 // per-token outputs are not probed.
 #pragma once

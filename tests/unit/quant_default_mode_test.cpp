@@ -27,6 +27,24 @@ TEST(DefaultModeProbe, Gpt2IsACausalDecoder) {
 
 TEST(DefaultModeProbe, BertSeesLaterTokens) { EXPECT_FALSE(probe("bert_tiny").has_value()); }
 
+// A padded sample hides its tail behind the mask: the probe attends every position, so a
+// bidirectional encoder still shows that its first half sees the second (a padded
+// paraphrase-MiniLM sample passed for causal before).
+TEST(DefaultModeProbe, PaddedSamplesDoNotMakeAnEncoderCausal) {
+  NamedTensors sample = fixture_inputs("bert_tiny", *level1("bert_tiny"));
+  bool masked = false;
+  for (auto& [name, t] : sample) {
+    if (name != "attention_mask") continue;
+    std::vector<int64_t> mask = t.to_int64_vector();
+    const int64_t len = t.shape()[1];
+    for (size_t i = 0; i < mask.size(); ++i) mask[i] = static_cast<int64_t>(i) % len < len / 2 ? 1 : 0;
+    t = Tensor::from_vector<int64_t>(t.shape(), mask);
+    masked = true;
+  }
+  ASSERT_TRUE(masked) << "bert_tiny has no attention_mask input";
+  EXPECT_FALSE(probe("bert_tiny", sample).has_value());
+}
+
 TEST(DefaultModeProbe, NoTokenInputIsNotProbed) { EXPECT_FALSE(probe("vit_tiny").has_value()); }
 
 // A sample whose tokens are all the same cannot be altered: no evidence either way.

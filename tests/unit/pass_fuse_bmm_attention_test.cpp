@@ -107,22 +107,10 @@ std::shared_ptr<Graph> bmm_chain(const Options& o) {
   return p.done();
 }
 
-NamedTensors feeds(const Graph& g) {
-  NamedTensors in;
-  int seed = 0;
-  for (const Value* v : g.inputs()) {
-    if (v->is_initializer()) continue;
-    std::vector<int64_t> shape;
-    for (const Dim& d : *v->type.dims) shape.push_back(*d.constant());
-    in.emplace_back(v->name(), testing::ramp(DType::Float32, shape, ++seed));
-  }
-  return in;
-}
-
 // Runs the pass on the chain `o` describes and compares with the chain; returns the graph.
 std::shared_ptr<Graph> fuse(const Options& o, const Pass& pass) {
   auto make = [&] { return bmm_chain(o); };
-  return testing::rewrite_and_compare(make, pass, feeds(*make()), 1e-5);
+  return testing::rewrite_and_compare(make, pass, testing::ramp_inputs(*make()), 1e-5);
 }
 
 TEST(FuseBmmAttention, EncoderSelfAttentionBecomesAttentionOnTheProjections) {
@@ -235,7 +223,7 @@ std::shared_ptr<Graph> t5_chain() {
 }
 
 TEST(FuseGroupedAttention, T5UnscaledWithPositionBiasAndTheKeyTransposedFromItsHeadSplit) {
-  auto g = testing::rewrite_and_compare(t5_chain, passes::fuse_grouped_attention(), feeds(*t5_chain()), 1e-5);
+  auto g = testing::rewrite_and_compare(t5_chain, passes::fuse_grouped_attention(), testing::ramp_inputs(*t5_chain()), 1e-5);
   ASSERT_EQ(testing::count_ops(*g, "GroupedAttention", "octet"), 1);
   for (const Node* n : g->nodes())
     if (n->op_type() == "GroupedAttention") {

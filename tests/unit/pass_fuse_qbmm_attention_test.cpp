@@ -102,16 +102,11 @@ std::shared_ptr<Graph> qbmm_chain(const Options& o) {
 }
 
 NamedTensors feeds(const Graph& g) {
-  NamedTensors in;
-  int seed = 0;
-  for (const Value* v : g.inputs()) {
-    if (v->is_initializer()) continue;
-    std::vector<int64_t> shape;
-    for (const Dim& d : *v->type.dims) shape.push_back(*d.constant());
-    Tensor t = testing::ramp(DType::Float32, shape, ++seed);
-    if (v->name() == "mask")  // padding: the last key of the second sequence hidden
-      for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = i >= t.numel() / 2 && (i + 1) % shape[3] == 0 ? -3.4e38f : 0;
-    in.emplace_back(v->name(), std::move(t));
+  NamedTensors in = testing::ramp_inputs(g);
+  for (auto& [name, t] : in) {
+    if (name != "mask") continue;  // padding: the last key of the second sequence hidden
+    const int64_t keys = t.shape()[3];
+    for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = i >= t.numel() / 2 && (i + 1) % keys == 0 ? -3.4e38f : 0;
   }
   return in;
 }

@@ -74,6 +74,20 @@ inline Tensor ramp(DType t, std::vector<int64_t> shape, int seed = 0, float span
   return out;
 }
 
+// A float32 ramp for every input of `g` without a default, seeds 1, 2, ... in input order
+// (the inputs' shapes must be constant).
+inline NamedTensors ramp_inputs(const Graph& g) {
+  NamedTensors in;
+  int seed = 0;
+  for (const Value* v : g.inputs()) {
+    if (v->is_initializer()) continue;
+    std::vector<int64_t> shape;
+    for (const Dim& d : *v->type.dims) shape.push_back(*d.constant());
+    in.emplace_back(v->name(), ramp(DType::Float32, shape, ++seed));
+  }
+  return in;
+}
+
 // max |a - b| / max |b| over all outputs (0 when both are all zero).
 inline double max_relative_error(const NamedTensors& got, const NamedTensors& want) {
   EXPECT_EQ(got.size(), want.size());

@@ -140,6 +140,9 @@ void infer_attention(InferContext& ctx) {
 // octet.QAttention's quantization parameters: inputs 4..11 are (scale, zero point) for
 // Q, K, V and P, each a float32 scale and a uint8 or int8 zero point holding one element
 // (a scalar or shape [1]; a symbolic dim is trusted until the kernel sees the tensor).
+// P's zero point may also be int16 holding 0: probabilities quantized to more than 255
+// levels (octet quantize writes exp(s - rowmax) with 4095), which the kernels' int16
+// products take as they are.
 void require_one_element(InferContext& ctx, size_t i) {
   const auto& dims = ctx.input_dims(i);
   if (!dims) return;
@@ -159,9 +162,10 @@ void infer_qattention(InferContext& ctx) {
   for (size_t i = 4; i < 12; i += 2) {
     math::require_dtype(ctx, i, DType::Float32);
     const DType zp = ctx.input_dtype(i + 1);
-    if (zp != DType::UInt8 && zp != DType::Int8)
+    const bool p_int16 = i == 10 && zp == DType::Int16;  // P may have 16-bit levels (zero point 0)
+    if (zp != DType::UInt8 && zp != DType::Int8 && !p_int16)
       ctx.fail(math::describe_input(ctx, i + 1), " has element type ", dtype_name(zp),
-               "; QAttention zero points must be uint8 or int8");
+               "; QAttention zero points must be uint8 or int8 (int16 for P's)");
     require_one_element(ctx, i);
     require_one_element(ctx, i + 1);
   }

@@ -164,7 +164,7 @@ bool same_scalar_constant(const Value* a, const Value* b) {
 
 }  // namespace
 
-std::optional<FakeQuant> fake_quant_of(const Value* v) {
+std::optional<FakeQuant> fake_quant_of(const Value* v, bool allow_int16) {
   Node* dq = producer(v, "DequantizeLinear");
   if (!dq) return std::nullopt;
   Node* q = producer(dq->input(0), "QuantizeLinear");
@@ -173,7 +173,9 @@ std::optional<FakeQuant> fake_quant_of(const Value* v) {
   if (!scale || scale->dtype() != DType::Float32 || scale->numel() != 1) return std::nullopt;
   if (q->input(2)) {
     const Tensor* zp = constant_value(q->input(2));
-    if (!zp || zp->numel() != 1 || (zp->dtype() != DType::UInt8 && zp->dtype() != DType::Int8)) return std::nullopt;
+    if (!zp || zp->numel() != 1) return std::nullopt;
+    const bool int16_zero = allow_int16 && zp->dtype() == DType::Int16 && zp->data<int16_t>()[0] == 0;
+    if (zp->dtype() != DType::UInt8 && zp->dtype() != DType::Int8 && !int16_zero) return std::nullopt;
   }
   if (!same_scalar_constant(q->input(1), dq->input(1)) || !same_scalar_constant(q->input(2), dq->input(2)))
     return std::nullopt;

@@ -80,6 +80,8 @@ Tensor int64s(const std::vector<int64_t>& values);
 // A per-tensor fake quantization as quantizers write it: DequantizeLinear(QuantizeLinear(
 // x, s, z), s', z') with s/s' and z/z' the same one-element constants (same value or equal
 // contents), a float32 scale and a uint8/int8 zero point (absent on both: uint8 0).
+// `allow_int16` also takes an int16 zero point of 0: the attention probabilities octet
+// quantize writes with 12-bit resolution (QuantizeOptions::row_probabilities).
 struct FakeQuant {
   Value* x = nullptr;           // the float tensor quantized
   Value* scale = nullptr;       // the QuantizeLinear's scale
@@ -88,7 +90,7 @@ struct FakeQuant {
   Node* dequantize = nullptr;
 };
 // `v` as the output of such a pair, or nullopt.
-std::optional<FakeQuant> fake_quant_of(const Value* v);
+std::optional<FakeQuant> fake_quant_of(const Value* v, bool allow_int16 = false);
 
 // Imports the octet domain (version 1) so the graph may hold the fused ops.
 void import_octet_domain(Graph& g);

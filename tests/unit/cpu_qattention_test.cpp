@@ -61,7 +61,7 @@ Totals check(const QCase& c, const NamedTensors& in) {
 void check_all(const std::vector<QCase>& cases, const char* label) {
   Totals total;
   for (const QCase& base : cases)
-    for (auto with : {with_u8, with_u8_pzp, with_s8, with_s8_asym}) {
+    for (auto with : {with_u8, with_u8_pzp, with_s8, with_s8_asym, with_u8_wide_p, with_s8_wide_p}) {
       const Totals t = check(with(base), qattention_inputs(with(base)));
       total.elements += t.elements;
       total.loose += t.loose;
@@ -135,6 +135,28 @@ TEST(CpuQAttention, RowProbabilities) {
     cases.push_back(c);
   }
   check_all(cases, "row probabilities");
+}
+
+// P with 16-bit levels (int16 p zero point 0): P.V sums of 1/p_scale * |v - zp| per key
+// can leave int32 on long rows. Here they would: Q = 0 makes every score equal (each key's
+// P is 32767) and V saturates (|v - 127| = 128), so 700 keys sum to 2.9e9. Such runs go to
+// the reference kernel (exact in int64); 300 keys fit and stay on the optimized tasks.
+TEST(CpuQAttention, WideProbabilitiesTooLongForInt32TakeTheReference) {
+  for (int64_t sk : {int64_t{300}, int64_t{700}}) {
+    QCase c = with_u8(shape(1, 5, sk, 2, 8, 8));
+    c.row_probabilities = true;
+    c.p_int16 = true;
+    c.zp[3] = 0;
+    c.scale[3] = 1.0f / 32767;
+    NamedTensors in = qattention_inputs(c);
+    for (auto& [name, t] : in) {
+      if (name != "q" && name != "v") continue;
+      float* x = t.mutable_data<float>();
+      for (int64_t i = 0; i < t.numel(); ++i) x[i] = name == "q" ? 0.0f : 2.5f;
+    }
+    const Totals t = check(c, in);
+    EXPECT_EQ(t.loose, 0) << c.describe();
+  }
 }
 
 TEST(CpuQAttention, SeqFirst) {

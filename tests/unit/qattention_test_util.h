@@ -23,6 +23,7 @@ struct QCase {
   bool row_probabilities = false;        // p quantizes exp(s - max), outputs divided by the sums
   std::vector<int64_t> mask_shape = {};  // empty: no mask
   DType zp_type = DType::UInt8;          // the four zero points' type
+  bool p_int16 = false;                  // p's zero point int16 0 instead (more than 255 levels)
   std::array<int, 4> zp = {0, 0, 0, 0};  // q, k, v, p zero points
   std::array<float, 4> scale = {4.0f / 255, 4.0f / 255, 4.0f / 255, 1.0f / 255};
   uint32_t seed = 0;
@@ -35,7 +36,7 @@ struct QCase {
            (causal ? " causal" : "") + (seq_first ? " seq_first" : "") +
            (row_probabilities ? " rows" : "") + " mask[" + m + "] " +
            dtype_name(zp_type) + " zp " + std::to_string(zp[0]) + "," + std::to_string(zp[1]) + "," +
-           std::to_string(zp[2]) + "," + std::to_string(zp[3]);
+           std::to_string(zp[2]) + "," + std::to_string(zp[3]) + (p_int16 ? " p int16" : "");
   }
 };
 
@@ -50,10 +51,28 @@ inline QCase with_s8(QCase c) {
   c.scale = {2.0f / 127, 2.0f / 127, 2.0f / 127, 1.0f / 255};
   return c;
 }
+// P with 4095 levels in int16 (what octet quantize writes for the octet target), Q, K and V
+// as with_u8 / with_s8_asym.
+inline QCase with_u8_wide_p(QCase c) {
+  c = with_u8(c);
+  c.p_int16 = true;
+  c.zp[3] = 0;
+  c.scale[3] = 1.0f / 4095;
+  return c;
+}
+inline QCase with_s8_wide_p(QCase c);
 inline QCase with_s8_asym(QCase c) {
   c.zp_type = DType::Int8;
   c.zp = {-5, 7, -3, -100};
   c.scale = {4.0f / 255, 3.0f / 255, 4.0f / 255, 1.0f / 200};
+  return c;
+}
+
+inline QCase with_s8_wide_p(QCase c) {
+  c = with_s8_asym(c);
+  c.p_int16 = true;
+  c.zp[3] = 0;
+  c.scale[3] = 1.0f / 4095;
   return c;
 }
 
@@ -67,6 +86,10 @@ inline std::vector<std::pair<std::string, Tensor>> qattention_params(const QCase
   const char* names[] = {"q", "k", "v", "p"};
   for (int t = 0; t < 4; ++t) {
     out.emplace_back(std::string(names[t]) + "_scale", Tensor::from_vector<float>({}, {c.scale[t]}));
+    if (t == 3 && c.p_int16) {
+      out.emplace_back("p_zp", Tensor::from_vector<int16_t>({}, {0}));
+      continue;
+    }
     out.emplace_back(std::string(names[t]) + "_zp", c.zp_type == DType::Int8
                                                         ? Tensor::from_vector<int8_t>({}, {static_cast<int8_t>(c.zp[t])})
                                                         : Tensor::from_vector<uint8_t>({}, {static_cast<uint8_t>(c.zp[t])}));

@@ -13,7 +13,9 @@
 //
 // Declined at session creation: anything but float32 Q. Handed to the reference kernel at
 // run time: Sk = 0 or Dk = 0 (nothing to multiply), and head sizes or lengths whose sums
-// could leave int32 (255 * 255 * n >= 2^31, n > 33000), which no transformer has.
+// could leave int32: 8-bit Q, K, V and P overflow only past 33000 terms (255 * 255 * n >=
+// 2^31), but P with 16-bit levels (an int16 p zero point; octet quantize writes 4095 levels)
+// times |v - zp| <= 255 allows about 2000 keys, more when V's zero point is central.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -38,8 +40,19 @@ using cpu::qattn::kMaxTileRows;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// The longest dot product whose centered terms (|q - zp| <= 255) sum exactly in int32.
-constexpr int64_t kMaxExactTerms = std::numeric_limits<int32_t>::max() / (255 * 255) - 1;
+// The largest |x - zp| a quantized tensor holds. P is at most 1 (a probability, or
+// exp(s - rowmax) with row_probabilities), so it never exceeds round(1 / p_scale) either.
+int64_t magnitude(const QuantParam& p) { return std::max<int64_t>(-int64_t{p.lo}, p.hi); }
+int64_t p_magnitude(const QuantParam& p) {
+  const double top = std::ceil(1.0 / static_cast<double>(p.scale)) + 1;
+  return std::isfinite(top) && top > 0 ? std::min<int64_t>(magnitude(p), static_cast<int64_t>(std::min(top, 1e9)))
+                                       : magnitude(p);
+}
+
+// True when `terms` products of centered values up to a and b sum exactly in int32.
+bool sums_fit_int32(int64_t terms, int64_t a, int64_t b) {
+  return a * b == 0 || terms <= std::numeric_limits<int32_t>::max() / (a * b);
+}
 
 std::atomic<bool> g_vnni_allowed{true};
 
@@ -74,7 +87,9 @@ void qattention_f32(KernelContext& ctx) {
   const AttentionShape a = attention_shape(ctx);
   if (ctx.input(0).dtype() != DType::Float32) ctx.fail("the optimized kernel takes float32, got ", ctx.input(0).describe());
   const QAttentionParams qp = qattention_params(ctx);
-  if (a.kv_len == 0 || a.head_k == 0 || a.kv_len > kMaxExactTerms || a.head_k > kMaxExactTerms)
+  // P.V sums over Sk rounded up to pairs (the padding pairs with zeros).
+  if (a.kv_len == 0 || a.head_k == 0 || !sums_fit_int32(a.head_k + 1, magnitude(qp.q), magnitude(qp.k)) ||
+      !sums_fit_int32(a.kv_len + 1, p_magnitude(qp.p), magnitude(qp.v)))
     return run_reference(ctx);
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, a.out_shape);
   if (a.batch == 0 || a.q_len == 0 || a.heads * a.head_v == 0) return;

@@ -62,8 +62,8 @@ struct QAttentionParams {
   bool row_probabilities = false;
 };
 
-// Reads and checks inputs 4..11 (float32 scales, uint8/int8 zero points, one element each);
-// errors name the node.
+// Reads and checks inputs 4..11 (float32 scales, uint8/int8 zero points, one element each;
+// P's may be int16 0, see ops/octet_attention.cpp); errors name the node.
 QAttentionParams qattention_params(const KernelContext& ctx);
 
 }  // namespace octet

@@ -35,10 +35,16 @@ QAttentionParams qattention_params(const KernelContext& ctx) {
     const Tensor& zp = ctx.input(5 + 2 * t);
     if (scale.dtype() != DType::Float32 || scale.numel() != 1 || scale.rank() > 1)
       ctx.fail(names[t], "_scale ", scale.describe(), " must be one float32 (per-tensor quantization)");
-    if ((zp.dtype() != DType::UInt8 && zp.dtype() != DType::Int8) || zp.numel() != 1 || zp.rank() > 1)
-      ctx.fail(names[t], "_zero_point ", zp.describe(), " must be one uint8 or int8");
+    const bool p_int16 = t == 3 && zp.dtype() == DType::Int16;
+    if ((zp.dtype() != DType::UInt8 && zp.dtype() != DType::Int8 && !p_int16) || zp.numel() != 1 || zp.rank() > 1)
+      ctx.fail(names[t], "_zero_point ", zp.describe(), " must be one uint8 or int8 (or, for p, int16 0)");
     QuantParam& p = *params[t];
     p.scale = scale.data<float>()[0];
+    if (p_int16) {  // P's 16-bit levels: centered values are the levels themselves
+      if (zp.data<int16_t>()[0] != 0) ctx.fail("p_zero_point ", zp.describe(), ": an int16 zero point must be 0");
+      p.zero_point = 0, p.lo = -32768, p.hi = 32767;
+      continue;
+    }
     const bool is_signed = zp.dtype() == DType::Int8;
     p.zero_point = is_signed ? zp.data<int8_t>()[0] : zp.data<uint8_t>()[0];
     p.lo = (is_signed ? -128 : 0) - p.zero_point;

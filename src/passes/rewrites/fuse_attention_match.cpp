@@ -180,8 +180,8 @@ bool reduces_last_axis(const Node* n, int64_t rank) {
 
 }  // namespace
 
-Value* through_fake_quant(Value* v, FakeQuant& fq) {
-  auto f = fake_quant_of(v);
+Value* through_fake_quant(Value* v, FakeQuant& fq, bool allow_int16) {
+  auto f = fake_quant_of(v, allow_int16);
   if (!f || !single_use(v) || !single_use(f->quantize->output(0))) return nullptr;
   fq = *f;
   return f->x;
@@ -276,10 +276,10 @@ bool match(Node* sm, Match& m) {
     if (is_op(p_consumer, "QuantizeLinear"))
       if (Node* dq = sole_consumer(p_consumer->output(0))) dq_probs = dq->output(0);
     if (rows && dq_probs) {  // E has its ReduceSum as a second reader: check the pair by hand
-      auto f = fake_quant_of(dq_probs);
+      auto f = fake_quant_of(dq_probs, /*allow_int16=*/true);
       if (!f || f->quantize != p_consumer || !single_use(p_consumer->output(0))) return false;
       m.p_quant = *f;
-    } else if (!qh || !kh || !dq_probs || through_fake_quant(dq_probs, m.p_quant) != probs) {
+    } else if (!qh || !kh || !dq_probs || through_fake_quant(dq_probs, m.p_quant, /*allow_int16=*/true) != probs) {
       return false;
     }
     if (!qh || !kh) return false;

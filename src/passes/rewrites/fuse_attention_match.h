@@ -53,7 +53,7 @@ std::optional<RowSoftmax> row_softmax(Node* exp);
 
 // `v` through a fake quantization whose pair belongs to the chain alone (the quantized
 // value and the dequantized one each read once): the float tensor quantized, or nullptr.
-Value* through_fake_quant(Value* v, FakeQuant& fq);
+Value* through_fake_quant(Value* v, FakeQuant& fq, bool allow_int16 = false);
 
 // Replaces the chain `m` describes with octet.Attention / octet.QAttention (fuse_attention.cpp);
 // false, graph untouched, when a reader outside the chain forbids it. `removed` gets the

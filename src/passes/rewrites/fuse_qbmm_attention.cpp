@@ -42,10 +42,10 @@ Value* quantized_probabilities(Node* sm, const std::optional<attention::RowSoftm
   if (!dq || !dq->output(0)) return nullptr;
   Value* probs = dq->output(0);
   if (rows) {
-    auto f = fake_quant_of(probs);
+    auto f = fake_quant_of(probs, /*allow_int16=*/true);
     if (!f || f->quantize != q || !single_use(q->output(0))) return nullptr;
     fq = *f;
-  } else if (attention::through_fake_quant(probs, fq) != sm->output(0)) {
+  } else if (attention::through_fake_quant(probs, fq, /*allow_int16=*/true) != sm->output(0)) {
     return nullptr;
   }
   return probs;

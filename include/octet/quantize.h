@@ -38,6 +38,10 @@ struct QuantizeOptions {
   bool quantize_embeddings = true;    // Gather on a constant table -> int8 rows
   size_t embedding_min_kib = 1024;    // smaller tables (positions, token types) stay float; 0: all
   std::vector<std::string> exclude;   // node names or op types kept in float
+  // Static mode, target octet: MatMul/Gemm node names or op types whose input is quantized
+  // per token at run time instead of with one calibrated scale (CLI --per-token). Empty:
+  // every MatMul/Gemm on the octet target; {"none"}: all calibrated
+  std::vector<std::string> per_token;
   std::string smoothquant;            // "auto", "off" or an alpha in [0, 1] ("0.5"); "": auto in static mode
   double smoothquant_min_outlier = 4; // smooth only activations at least this uneven
   std::optional<double> max_drop;     // keep the fewest layers float so the drop stays below

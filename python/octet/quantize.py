@@ -70,7 +70,7 @@ def _sample_iterator(calibration, model):
 def _run(model, output, calibration=None, *, mode=None, target="octet", method="minmax", percentile=99.99,
          activation_type=None, per_channel=True, quantize_attention=True, attention_row_scales=True,
          rounding="gptq", quantize_embeddings=True, embedding_min_kib=1024, exclude=(),
-         smoothquant=None, smoothquant_min_outlier=4.0, max_drop=None, metric="cosine", explain=False,
+         per_token=(), smoothquant=None, smoothquant_min_outlier=4.0, max_drop=None, metric="cosine", explain=False,
          max_samples=None, holdout=0.2, sqnr_samples=8, external_data=False, progress=True):
     """quantize() returning (report dict, report text)."""
     model, output = os.fspath(model), os.fspath(output)
@@ -87,6 +87,7 @@ def _run(model, output, calibration=None, *, mode=None, target="octet", method="
     options.quantize_embeddings = bool(quantize_embeddings)
     options.embedding_min_kib = int(embedding_min_kib)
     options.exclude = [str(e) for e in exclude]
+    options.per_token = [str(e) for e in per_token]
     options.smoothquant = _smoothquant_setting(smoothquant)
     options.smoothquant_min_outlier = float(smoothquant_min_outlier)
     options.max_drop = None if max_drop is None else float(max_drop)
@@ -126,7 +127,7 @@ def _run(model, output, calibration=None, *, mode=None, target="octet", method="
 def quantize(model, output, calibration=None, *, mode=None, target="octet", method="minmax", percentile=99.99,
              activation_type=None, per_channel=True, quantize_attention=True, attention_row_scales=True,
              rounding="gptq", quantize_embeddings=True, embedding_min_kib=1024, exclude=(),
-             smoothquant=None, smoothquant_min_outlier=4.0, max_drop=None, metric="cosine", explain=False,
+             per_token=(), smoothquant=None, smoothquant_min_outlier=4.0, max_drop=None, metric="cosine", explain=False,
              max_samples=None, holdout=0.2, sqnr_samples=8, external_data=False, progress=True):
     """Quantize the float ONNX model `model` to int8 and write it to `output`.
 
@@ -147,6 +148,8 @@ def quantize(model, output, calibration=None, *, mode=None, target="octet", meth
     rounding: "gptq" (default; int8 MatMul/Gemm weights rounded against their inputs' Gram
       matrices on the calibration samples) or "nearest".
     exclude: node names or op types kept in float.
+    per_token: static mode, target "octet": MatMul/Gemm node names or op types whose input is
+      quantized per token at run time instead of with one calibrated scale.
     smoothquant: None (the default: "auto" in static mode), False or "off", True or "auto"
       (alpha per activation, or none where smoothing does not lower the error), or an alpha in [0, 1];
       smoothquant_min_outlier: smooth only activations at least this uneven.
@@ -166,7 +169,7 @@ def quantize(model, output, calibration=None, *, mode=None, target="octet", meth
                      activation_type=activation_type, per_channel=per_channel,
                      quantize_attention=quantize_attention, attention_row_scales=attention_row_scales,
                      rounding=rounding, quantize_embeddings=quantize_embeddings, embedding_min_kib=embedding_min_kib,
-                     exclude=exclude, smoothquant=smoothquant, smoothquant_min_outlier=smoothquant_min_outlier,
+                     exclude=exclude, per_token=per_token, smoothquant=smoothquant, smoothquant_min_outlier=smoothquant_min_outlier,
                      max_drop=max_drop, metric=metric, explain=explain, max_samples=max_samples, holdout=holdout,
                      sqnr_samples=sqnr_samples, external_data=external_data, progress=progress)
     return report

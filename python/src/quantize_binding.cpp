@@ -82,6 +82,7 @@ void bind_quantize(nb::module_& m) {
       .def_rw("quantize_embeddings", &QuantizeOptions::quantize_embeddings)
       .def_rw("embedding_min_kib", &QuantizeOptions::embedding_min_kib)
       .def_rw("exclude", &QuantizeOptions::exclude)
+      .def_rw("per_token", &QuantizeOptions::per_token)
       .def_rw("smoothquant", &QuantizeOptions::smoothquant)
       .def_rw("smoothquant_min_outlier", &QuantizeOptions::smoothquant_min_outlier)
       .def_rw("max_drop", &QuantizeOptions::max_drop)

@@ -93,6 +93,7 @@ quant::QuantizeJob make_job(const std::string& model_path, const std::string& ou
   // LLM dynamic once it has read the model (quant/default_mode.h).
   job.mode_is_default = o.mode == "auto";
   job.smoothing_is_default = o.smoothquant.empty();
+  job.per_token_is_default = o.per_token.empty();
   q.mode = job.mode_is_default ? (has_samples ? quant::Mode::Static : quant::Mode::Dynamic) : quant::parse_mode(o.mode);
   q.target = quant::parse_target(o.target);
   q.calibration = quant::parse_calibration(o.method);
@@ -110,6 +111,8 @@ quant::QuantizeJob make_job(const std::string& model_path, const std::string& ou
     fail("embedding_min_kib ", o.embedding_min_kib, " is too large");
   q.min_embedding_bytes = o.embedding_min_kib << 10;
   q.exclude.insert(o.exclude.begin(), o.exclude.end());
+  for (const std::string& p : o.per_token)
+    if (p != "none") q.per_token.insert(p);
   quant::check_target_options(q, !o.activation_type.empty());
   if (!(o.holdout >= 0 && o.holdout < 1)) fail("holdout must be in [0, 1), got ", o.holdout);
   job.holdout = o.holdout;

@@ -6,6 +6,7 @@
 
 #include "ops/infer.h"
 #include "quant/quant_params.h"
+#include "quant/raise_opset.h"
 
 namespace octet::quant {
 namespace {
@@ -33,7 +34,7 @@ class Rewriter {
       : graph_(g), patch_(make_patch(g)), params_(params), o_(o), prepared_(prepared) {}
 
   void rewrite(const QuantizedNode& q) {
-    if (o_.mode == Mode::Dynamic && q.kind == QuantKind::Weight) return rewrite_dynamic(q);
+    if ((o_.mode == Mode::Dynamic || q.per_token) && q.kind == QuantKind::Weight) return rewrite_dynamic(q);
     if (q.kind == QuantKind::Activation && o_.row_probabilities)
       if (Node* softmax = row_softmax_of(q.node)) return rewrite_row_probabilities(q, softmax);
     for (int slot : q.activation_inputs) {
@@ -111,8 +112,9 @@ class Rewriter {
   }
 
   // P.V with P = Softmax(S) -> (Q/DQ(E) . Q/DQ(V)) / sum(E), E = Exp(S - ReduceMax(S)):
-  // E's rows all peak at exactly 1, so the fixed scale 1/255 (1/127 for int8) is each
-  // row's max over the levels (see QuantizeOptions::row_probabilities).
+  // E's rows all peak at exactly 1, so the fixed scale 1/255 (1/127 for int8; 1/4095 in
+  // int16 with wide_probabilities) is each row's max over the levels (see
+  // QuantizeOptions::row_probabilities).
   void rewrite_row_probabilities(const QuantizedNode& q, Node* softmax) {
     Node* n = q.node;
     const std::string base = n->name() + "_rows";
@@ -126,8 +128,11 @@ class Rewriter {
     Node* e = patch_.add_node("Exp", {shifted->output(0)}, 1, {}, "", base + "_exp");
     Node* sum = patch_.add_node("ReduceSum", {e->output(0), axes}, 1, {keep}, "", base + "_sum");
     const bool int8 = o_.activation_type == DType::Int8;
-    Value* scale = patch_.add_initializer(base + "_scale", Tensor::scalar<float>(int8 ? 1.0f / 127 : 1.0f / 255));
-    Value* zp = patch_.add_initializer(base + "_zero_point", zero_point_scalar(o_.activation_type, 0));
+    const bool wide = writes_wide_probabilities(o_);  // write_quantized_graph raised the opset to 21
+    const float step = wide ? 1.0f / kWideProbabilityLevels : int8 ? 1.0f / 127 : 1.0f / 255;
+    Value* scale = patch_.add_initializer(base + "_scale", Tensor::scalar<float>(step));
+    Value* zp = patch_.add_initializer(base + "_zero_point", wide ? Tensor::scalar<int16_t>(0)
+                                                                   : zero_point_scalar(o_.activation_type, 0));
     Node* qe = patch_.add_node("QuantizeLinear", {e->output(0), scale, zp}, 1, {}, "", base + "_quantize");
     Node* dqe = patch_.add_node("DequantizeLinear", {qe->output(0), scale, zp}, 1, {}, "", base + "_dequantize");
     ++result_.activation_pairs;
@@ -258,6 +263,12 @@ QuantizedWeight quantize_weight(const Tensor& w, int axis, bool per_channel, con
 
 RewriteResult write_quantized_graph(Graph& graph, const QuantizePlan& plan, const ActivationTable& params,
                                     const QuantizeOptions& options, const PreparedWeights* prepared) {
+  // QuantizeLinear to int16 (the probabilities' wide levels) is opset 21.
+  const bool wide = writes_wide_probabilities(options) &&
+                    std::any_of(plan.nodes.begin(), plan.nodes.end(),
+                                [](const QuantizedNode& q) { return q.kind == QuantKind::Activation; });
+  if (wide && graph.opset_version("") < 21)
+    raise_opset_to_21(graph, "the quantized graph", "QuantizeLinear of the attention probabilities to int16 needs it");
   Rewriter rewriter(graph, params, options, prepared);
   for (const QuantizedNode& q : plan.nodes) rewriter.rewrite(q);
   return rewriter.finish();

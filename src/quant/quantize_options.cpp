@@ -4,6 +4,11 @@
 
 namespace octet::quant {
 
+bool writes_wide_probabilities(const QuantizeOptions& o) {
+  return o.mode == Mode::Static && o.quantize_attention && o.row_probabilities && o.wide_probabilities &&
+         o.target == Target::Octet;
+}
+
 const char* mode_name(Mode m) { return m == Mode::Static ? "static" : "dynamic"; }
 
 const char* target_name(Target t) {

@@ -21,6 +21,10 @@ bool excluded(const Node& n, const QuantizeOptions& o) {
   return o.exclude.count(n.name()) || o.exclude.count(n.op_type());
 }
 
+bool per_token(const Node& n, const QuantizeOptions& o) {
+  return o.mode == Mode::Static && n.op_type() != "Conv" && (o.per_token.count(n.name()) || o.per_token.count(n.op_type()));
+}
+
 class Planner {
  public:
   Planner(const QuantizeOptions& o, QuantizePlan& plan) : o_(o), plan_(plan) {}
@@ -85,7 +89,8 @@ class Planner {
 
   void weight(Node* n, int slot, int axis) {
     QuantizedNode q{n, QuantKind::Weight, slot, axis, {}};
-    if (o_.mode == Mode::Static) q.activation_inputs = {0};
+    q.per_token = per_token(*n, o_);
+    if (o_.mode == Mode::Static && !q.per_token) q.activation_inputs = {0};
     add(q);
   }
 

@@ -9,7 +9,9 @@
 // A constant means an initializer that is not also a graph input (an overridable default
 // could change at run time). Nodes named in, or whose op type is in, options.exclude
 // stay float; so do activation matmuls under --attention fp32 and embeddings when turned
-// off. Every decision is recorded with its reason for the report.
+// off. Every decision is recorded with its reason for the report. In static mode, a
+// MatMul/Gemm named in options.per_token reads its input quantized per token at run time:
+// it needs no calibrated range.
 #pragma once
 
 #include <string>
@@ -28,6 +30,7 @@ struct QuantizedNode {
   int weight_input = -1;   // Weight/Embedding: the constant input's slot
   int weight_axis = 0;     // Weight/Embedding: the output-channel (row) axis of the constant
   std::vector<int> activation_inputs;  // slots whose float tensors get Q/DQ (static mode)
+  bool per_token = false;  // Weight in static mode: input quantized per row at run time (options.per_token)
 };
 
 struct SkippedNode {

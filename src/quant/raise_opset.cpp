@@ -7,10 +7,10 @@
 
 namespace octet::quant {
 
-std::vector<std::string> raise_opset_to_21(Graph& graph, const std::string& file) {
+std::vector<std::string> raise_opset_to_21(Graph& graph, const std::string& file, const std::string& why) {
   const int64_t from = graph.opset_version("");
   if (from >= 21) return {};
-  if (from < 13) fail(file, ": opset ", from, " is too old to raise to 21 for blocked DequantizeLinear; re-export with opset 13 or newer");
+  if (from < 13) fail(file, ": opset ", from, " is too old to raise to 21 (", why, "); re-export with opset 13 or newer");
   static const std::set<std::string> kAxesToInput = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                                      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   graph.opset_imports[""] = 21;
@@ -33,7 +33,7 @@ std::vector<std::string> raise_opset_to_21(Graph& graph, const std::string& file
     patch.apply();
   }
   std::vector<std::string> notes = {"ai.onnx opset raised from " + std::to_string(from) +
-                                    " to 21 (blocked DequantizeLinear needs it)"};
+                                    " to 21 (" + why + ")"};
   if (moved) notes.push_back(std::to_string(moved) + " reductions' axes moved from attribute to input (opset 18)");
   return notes;
 }

@@ -57,9 +57,12 @@ class Checker {
     const Value* zp = n.input(2);
     if (!scale || !scale->type.known() || scale->type.dtype != DType::Float32)
       problem(n, "scale '" + (scale ? scale->name() : std::string("?")) + "' must be float32");
-    if (zp && zp->type.known() && zp->type.dtype != DType::UInt8 && zp->type.dtype != DType::Int8)
+    // octet also runs int16 (its attention probabilities, QuantizeOptions::wide_probabilities).
+    const bool int16_ok = target_ == Target::Octet && zp && zp->type.dtype == DType::Int16;
+    if (zp && zp->type.known() && zp->type.dtype != DType::UInt8 && zp->type.dtype != DType::Int8 && !int16_ok)
       problem(n, "zero point '" + zp->name() + "' is " + dtype_name(zp->type.dtype) + "; " +
-                     target_name(target_) + " runs uint8/int8 quantization");
+                     target_name(target_) + " runs uint8/int8 quantization" +
+                     (target_ == Target::Octet ? " (and int16)" : ""));
     if (target_ != Target::TensorRT) return;
     if (!is_constant(scale)) problem(n, "scale '" + scale->name() + "' must be a constant initializer");
     if (!zp) {
@@ -104,6 +107,11 @@ std::vector<std::string> check_target_profile(const Graph& graph, Target target)
 }
 
 void check_target_options(const QuantizeOptions& o, bool activation_type_given) {
+  if (!o.per_token.empty() && o.target != Target::Octet)
+    fail("--per-token needs --target octet: ONNX's DynamicQuantizeLinear has one scale per tensor, so ",
+         target_name(o.target), " cannot quantize an input per token");
+  if (!o.per_token.empty() && o.mode != Mode::Static)
+    fail("--per-token applies to static mode (dynamic mode quantizes every input per token already)");
   if (o.target != Target::TensorRT) return;
   if (o.mode == Mode::Dynamic)
     fail("--target tensorrt --mode dynamic: TensorRT has no dynamic quantization (no DynamicQuantizeLinear); "

@@ -212,7 +212,7 @@ WeightOnlyReport quantize_weights_only(const WeightOnlyJob& job) {
     g.opset_imports.emplace("com.microsoft", 1);
     report.form = "com.microsoft.MatMulNBits";
   } else {
-    for (const std::string& note : raise_opset_to_21(g, job.model.string())) report.notes.push_back(note);
+    for (const std::string& note : raise_opset_to_21(g, job.model.string(), "blocked DequantizeLinear needs it")) report.notes.push_back(note);
     report.form = "DequantizeLinear(axis 0, block_size) + MatMul (opset 21)";
   }
 

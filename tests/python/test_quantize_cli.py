@@ -110,11 +110,18 @@ def check_default_mode():
     assert min(f["cosine"] for f in r["fidelity"]) >= 0.99, r["fidelity"]
     ops = op_types(tmp("gpt2_default.onnx"))
     assert "DynamicQuantizeLinear" not in ops and "QuantizeLinear" not in ops, sorted(set(ops))
+    # Static on the octet target reads the linear layers' inputs per token (octet.QMatMul with
+    # a dynamic_type) unless --per-token none; the report says so.
     for i, (model, extra) in enumerate((("bert_tiny", ()), ("gpt2_tiny", ("--mode", "static")),
-                                        ("gpt2_tiny", ("--target", "ort")))):
-        r = static(model, tmp(f"{model}_default_static_{i}.onnx"), *extra)
+                                        ("gpt2_tiny", ("--target", "ort")),
+                                        ("bert_tiny", ("--per-token", "none")))):
+        out = tmp(f"{model}_default_static_{i}.onnx")
+        r = static(model, out, *extra)
         assert r["options"]["mode"] == "static", (model, extra, r["options"])
-        assert ("--mode" in extra) == (r["options"]["mode_reason"] == ""), (model, extra, r["options"])
+        per_token = "--target" not in extra and "--per-token" not in extra
+        assert ("per token" in r["options"]["mode_reason"]) == per_token, (model, extra, r["options"])
+        qmatmuls = [n for n in onnx.load(out).graph.node if n.op_type == "QMatMul"]
+        assert bool(qmatmuls) == per_token, (model, extra, sorted(set(op_types(out))))
 
 
 t.check("default mode: per-token dynamic for a causal decoder, static otherwise", check_default_mode)
@@ -124,10 +131,14 @@ def check_attention_row_scales(model):
     """The default writes each softmax out (Exp of S - ReduceMax, Q/DQ, product, Div by
     ReduceSum) so its probabilities get a scale per row; onnxruntime runs that file as written
     and octet fuses it back into octet.QAttention: both must agree. int8-tensor keeps the
-    Softmax and one probability scale."""
+    Softmax and one probability scale. On the octet target the probabilities are int16
+    (4095 levels, opset 21), which onnxruntime runs as well (--per-token none keeps the
+    file free of octet's own ops)."""
     rows, tensor = tmp(model + "_rows.onnx"), tmp(model + "_tensor.onnx")
-    r = static(model, rows)
-    static(model, tensor, "--attention", "int8-tensor")
+    r = static(model, rows, "--per-token", "none")
+    static(model, tensor, "--attention", "int8-tensor", "--per-token", "none")
+    p_types = {i.data_type for i in onnx.load(rows).graph.initializer if i.name.endswith("_rows_zero_point")}
+    assert p_types == {onnx.TensorProto.INT16}, p_types
     assert r["options"]["attention"] == "int8", r["options"]
     ops = op_types(rows)
     assert "Softmax" not in ops and {"ReduceMax", "Exp", "ReduceSum", "Div"} <= set(ops), sorted(set(ops))

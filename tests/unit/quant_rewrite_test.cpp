@@ -70,15 +70,24 @@ TEST(QuantPlan, SmallEmbeddingTablesStayFloat) {
 // The lowered int8 graph against the Q/DQ graph it came from on reference kernels: both
 // compute the same integer products, so only float rounding (and a rare flip of a
 // quantized value at a rounding boundary) separates them.
-void expect_lowering_matches(const std::string& name, int qmatmuls, int qattentions) {
-  auto qdq = quantize_static(name, {});
-  EXPECT_TRUE(check_target_profile(*qdq, Target::Ort).empty());
+// On the ort target P has 255 levels (uint8) and the graph is onnxruntime's QDQ; on the
+// octet target P has 4095 (int16, opset 21).
+void expect_lowering_matches(const std::string& name, int qmatmuls, int qattentions, Target target) {
+  QuantizeOptions o;
+  o.target = target;
+  auto qdq = quantize_static(name, o);
+  EXPECT_TRUE(check_target_profile(*qdq, target).empty());
+  int int16_probabilities = 0;
+  for (const Node* n : qdq->nodes())
+    if (n->op_type() == "QuantizeLinear" && n->input(2) && n->input(2)->type.dtype == DType::Int16) ++int16_probabilities;
+  EXPECT_EQ(int16_probabilities, target == Target::Octet ? qattentions : 0) << name;
+  EXPECT_EQ(qdq->opset_version(""), target == Target::Octet ? 21 : 17) << name;
   const NamedTensors inputs = fixture_inputs(name, *qdq);
   SessionOptions ref;
   ref.kernels = KernelChoice::Reference;
   const NamedTensors want = Session(std::shared_ptr<const Graph>(qdq), ref).run(inputs);
 
-  auto lowered = quantize_static(name, {});
+  auto lowered = quantize_static(name, o);
   optimize(*lowered);
   const auto ops = octet_op_counts(*lowered);
   EXPECT_EQ(ops.count("octet.QMatMul") ? ops.at("octet.QMatMul") : 0, qmatmuls) << name;
@@ -95,8 +104,14 @@ void expect_lowering_matches(const std::string& name, int qmatmuls, int qattenti
 
 // 14 weight matmuls, of which each layer's Q, K and V become one packed QMatMul
 // (fuse_qattention_qkv): 14 - 2 * 2.
-TEST(QuantLowering, BertInt8GraphMatchesItsQdqForm) { expect_lowering_matches("bert_tiny", 10, 2); }
-TEST(QuantLowering, Gpt2Int8GraphMatchesItsQdqForm) { expect_lowering_matches("gpt2_tiny", 9, 2); }
+TEST(QuantLowering, BertInt8GraphMatchesItsQdqForm) {
+  expect_lowering_matches("bert_tiny", 10, 2, Target::Ort);
+  expect_lowering_matches("bert_tiny", 10, 2, Target::Octet);
+}
+TEST(QuantLowering, Gpt2Int8GraphMatchesItsQdqForm) {
+  expect_lowering_matches("gpt2_tiny", 9, 2, Target::Ort);
+  expect_lowering_matches("gpt2_tiny", 9, 2, Target::Octet);
+}
 
 TEST(QuantLowering, DynamicOctetWritesQMatMulThatRuns) {
   auto g = level1("bert_tiny");
@@ -110,6 +125,45 @@ TEST(QuantLowering, DynamicOctetWritesQMatMulThatRuns) {
   const NamedTensors got = Session(std::shared_ptr<Graph>(g)).run(inputs);
   const NamedTensors fp32 = Session(std::shared_ptr<const Graph>(level1("bert_tiny"))).run(inputs);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_GT(cosine(fp32[i].second, got[i].second), 0.99);
+}
+
+// --per-token in static mode: the named MatMuls read their input quantized per row at run
+// time (QMatMul with dynamic_type), need no calibrated range, and the rest stays static.
+TEST(QuantLowering, PerTokenInputsInAStaticModel) {
+  QuantizeOptions o;
+  o.per_token = {"MatMul"};  // the 12 Linear MatMuls; the pooler/classifier Gemms stay static
+  auto planned = level1("bert_tiny");
+  const QuantizePlan plan = plan_quantization(*planned, o);
+  int per_token = 0;
+  for (const QuantizedNode& q : plan.nodes) {
+    if (!q.per_token) continue;
+    ++per_token;
+    EXPECT_EQ(q.node->op_type(), "MatMul");
+    EXPECT_TRUE(q.activation_inputs.empty());
+    for (const Value* v : plan.activations) EXPECT_NE(v, q.node->input(0)) << "calibrated: " << v->name();
+  }
+  EXPECT_EQ(per_token, 12);
+  auto g = quantize_static("bert_tiny", o);
+  int dynamic = 0;
+  for (const Node* n : g->nodes()) dynamic += n->op_type() == "QMatMul" && n->find_attr("dynamic_type") != nullptr;
+  EXPECT_EQ(dynamic, 12);
+  const NamedTensors inputs = fixture_inputs("bert_tiny", *g);
+  optimize(*g);  // the static Gemms and attention lower to octet's int8 ops beside the per-token QMatMuls
+  const NamedTensors got = Session(std::shared_ptr<Graph>(g)).run(inputs);
+  const NamedTensors fp32 = Session(std::shared_ptr<const Graph>(level1("bert_tiny"))).run(inputs);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_GT(cosine(fp32[i].second, got[i].second), 0.99);
+
+  for (Target t : {Target::Ort, Target::TensorRT}) {
+    QuantizeOptions other = o;
+    other.target = t;
+    if (t == Target::TensorRT) other.activation_type = DType::Int8;
+    try {
+      check_target_options(other, false);
+      ADD_FAILURE() << "--per-token accepted for " << target_name(t);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--per-token needs --target octet"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(QuantWeights, PerChannelSymmetricInt8) {

@@ -31,6 +31,8 @@ struct Options {
   bool k_also_output = false;     // K's output is a graph output too
   bool k_nonzero_zb = false;      // K's b_zero_point is not zero
   bool dynamic = false;           // the projections quantize A per row (no a_scale)
+  std::string dynamic_type;       // with dynamic: the attribute ("" leaves it out: uint8)
+  bool k_static = false;          // with dynamic: K alone quantizes A with a_scale
 };
 
 std::shared_ptr<Graph> qkv_graph(const Options& o) {
@@ -62,12 +64,14 @@ std::shared_ptr<Graph> qkv_graph(const Options& o) {
     for (int64_t c = 0; c < width; ++c) zb.mutable_data<int8_t>()[c] = i == 1 && o.k_nonzero_zb && c == 3 ? 1 : 0;
     b.init(n + "_zb", std::move(zb));
     const bool zero_point = (i == 0 && o.q_zero_point) || (i == 1 && o.k_nonzero_zb);
-    std::vector<std::string> ins = {"x", o.dynamic ? "" : (i == 1 && o.k_other_scale ? "sa2" : "sa"),
-                                    o.dynamic ? "" : "za", n + "_w", n + "_sb", zero_point ? n + "_zb" : "",
+    const bool dynamic = o.dynamic && !(i == 1 && o.k_static);
+    std::vector<std::string> ins = {"x", dynamic ? "" : (i == 1 && o.k_other_scale ? "sa2" : "sa"),
+                                    dynamic ? "" : "za", n + "_w", n + "_sb", zero_point ? n + "_zb" : "",
                                     i == 2 && o.v_without_bias ? "" : n + "_b", "", o.channel_scale ? "cs" : ""};
     while (ins.back().empty()) ins.pop_back();
     std::vector<Attribute> attrs;
     if (i == 2 && o.gelu_on_v) attrs.push_back(Attribute::make_string("activation", "gelu"));
+    if (dynamic && !o.dynamic_type.empty()) attrs.push_back(Attribute::make_string("dynamic_type", o.dynamic_type));
     b.node("QMatMul", ins, {n}, attrs, "octet");
   }
   // Q, K, V, P quantization parameters of the attention (uint8, mid-range zero points).
@@ -94,7 +98,14 @@ std::vector<Options> merge_cases() {
     o.x_shape = shape;
     out.push_back(o);
   }
-  Options narrow_v, int8_act, mixed, smooth;
+  Options narrow_v, int8_act, mixed, smooth, dynamic, dynamic_int8;
+  dynamic.dynamic = true;  // octet quantize's per-token linear inputs: rows quantized at run time
+  dynamic.x_shape = {2, 9, 24};
+  dynamic_int8 = dynamic;
+  dynamic_int8.dynamic_type = "int8";
+  dynamic_int8.channel_scale = true;
+  out.push_back(dynamic);
+  out.push_back(dynamic_int8);
   narrow_v.v_width = 8;
   int8_act.act = DType::Int8;
   mixed.k_per_tensor = mixed.v_without_bias = mixed.q_zero_point = true;
@@ -138,13 +149,13 @@ TEST(FuseQAttentionQkv, MergedProjectionGivesTheSameNumbersAtEveryIsa) {
 }
 
 TEST(FuseQAttentionQkv, ProjectionsThatCannotMergeStay) {
-  Options other_scale, gelu, shared, zb, dynamic;
+  Options other_scale, gelu, shared, zb, mixed_dynamic;
   other_scale.k_other_scale = true;
   gelu.gelu_on_v = true;
   shared.k_also_output = true;
   zb.k_nonzero_zb = true;
-  dynamic.dynamic = true;
-  for (const Options& o : {other_scale, gelu, shared, zb, dynamic}) {
+  mixed_dynamic.dynamic = mixed_dynamic.k_static = true;  // K static, Q and V per row
+  for (const Options& o : {other_scale, gelu, shared, zb, mixed_dynamic}) {
     auto g = qkv_graph(o);
     EXPECT_EQ(run_pass(*g, passes::fuse_qattention_qkv()).passes[0].rewrites, 0);
     EXPECT_EQ(count_ops(*g, "QMatMul", "octet"), 3);

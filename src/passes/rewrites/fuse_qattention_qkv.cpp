@@ -13,8 +13,8 @@
 // Matched: an octet.QAttention without channel_ranges whose Q, K and V are the outputs of
 // three distinct octet.QMatMul nodes, each read by this attention alone, that read the
 // same A with the same static a_scale / a_zero_point (the same values, or equal scalar
-// constants) and the same a_channel_scale, with no activation, residual, output_scale or
-// dynamic_type; each B a constant 2-D int8 [K, N_i] of one K, b_scale a constant float32
+// constants) or all per-row dynamic with one dynamic_type (octet quantize's per-token linear
+// inputs), and the same a_channel_scale, with no activation, residual or output_scale; each B a constant 2-D int8 [K, N_i] of one K, b_scale a constant float32
 // (per tensor or per column), b_zero_point absent or an all-zero int8 constant, bias
 // absent or a constant float32 [N_i]. The packed B, per-column b_scale and bias are new
 // initializers (absent biases are zeros); the originals are left to dead-code elimination.
@@ -45,13 +45,14 @@ bool same_operand(const Value* x, const Value* y) {
          (a->numel() == 0 || std::memcmp(a->raw(), b->raw(), a->bytes()) == 0);
 }
 
-// A projection this pass can merge: a static QMatMul with constant int8 B read by `attention` alone.
+// A projection this pass can merge: a QMatMul with constant int8 B read by `attention`
+// alone, static (a_scale) or per-row dynamic (no a_scale; dynamic_type, default uint8).
 Node* projection(const Value* v, const Node* attention) {
   Node* p = v ? v->producer() : nullptr;
   if (!p || p->domain() != "octet" || p->op_type() != "QMatMul" || sole_consumer(v) != attention) return nullptr;
-  if (!p->attr_string("activation", "").empty() || p->has_attr("dynamic_type")) return nullptr;
-  if (!input_or_null(p, kAScale) || input_or_null(p, kResidual) || input_or_null(p, kChannelScale + 1))
-    return nullptr;  // dynamic, or a residual / output_scale after the product
+  if (!p->attr_string("activation", "").empty()) return nullptr;
+  if (input_or_null(p, kResidual) || input_or_null(p, kChannelScale + 1))
+    return nullptr;  // a residual / output_scale after the product
   const Tensor* b = constant_value(input_or_null(p, kB));
   const Tensor* sb = constant_value(input_or_null(p, kBScale));
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
@@ -80,7 +81,13 @@ bool run(Graph& g, PassContext& ctx) {
       continue;
     std::array<Node*, 3> p = {projection(n->input(0), n), projection(n->input(1), n), projection(n->input(2), n)};
     if (!p[0] || !p[1] || !p[2] || p[0] == p[1] || p[1] == p[2] || p[0] == p[2]) continue;
+    // The same A quantized the same way: equal static parameters, or the same dynamic type
+    // (rows quantized at run time from the same A get the same scales).
     bool same_a = true;
+    const bool is_dynamic = !input_or_null(p[0], kAScale);
+    const std::string dynamic = p[0]->attr_string("dynamic_type", "uint8");
+    for (int i = 1; i < 3; ++i)
+      same_a = same_a && !input_or_null(p[i], kAScale) == is_dynamic && p[i]->attr_string("dynamic_type", "uint8") == dynamic;
     for (int i = 1; i < 3; ++i)
       for (size_t in : {kA, kAScale, kAZero, kChannelScale})
         same_a = same_a && same_operand(input_or_null(p[0], in), input_or_null(p[i], in));
@@ -115,7 +122,9 @@ bool run(Graph& g, PassContext& ctx) {
     if (any_bias) inputs[kBias] = patch.add_initializer(first->name() + "_qkv_bias", std::move(bias));
     inputs[kChannelScale] = input_or_null(first, kChannelScale);
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // trailing optionals absent
-    Node* packed = patch.add_node("QMatMul", inputs, 1, {}, "octet", first->name() + "_qkv");
+    std::vector<Attribute> attrs;
+    if (is_dynamic) attrs.push_back(Attribute::make_string("dynamic_type", dynamic));
+    Node* packed = patch.add_node("QMatMul", inputs, 1, std::move(attrs), "octet", first->name() + "_qkv");
     changed |= finish_qkv_merge(patch, ctx, n, p, packed->output(0), offset, "int8 Q/K/V projections merged",
                                 removed);
   }

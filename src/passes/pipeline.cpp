@@ -99,7 +99,10 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   std::vector<Pass> finishing;
   // Transposes become Reshapes only once no fusion can still want them: fuse_attention
   // matches head-split Transposes that, at one token or one head, move only size-1 axes.
-  if (options.level >= 2) finishing = {transpose_to_reshape()};
+  // LayerNorms quantize for their QMatMuls once those are final (merged, a residual
+  // folded in: a float reader of the LayerNorm) and dead-code elimination has removed the
+  // QuantizeLinear nodes fuse_qdq_matmul left reading them.
+  if (options.level >= 2) finishing = {transpose_to_reshape(), fuse_layer_norm_quantize()};
   return Pipeline(std::move(list), std::move(finishing));
 }
 

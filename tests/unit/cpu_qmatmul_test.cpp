@@ -7,7 +7,10 @@
 // AVX-512 VNNI the product runs split in two, see dnnl_int8_gemm.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "isa_child_runs.h"
@@ -122,6 +125,49 @@ TEST(CpuQMatMul, ExtremeActivationsSaturateAndZeroRowsStayZero) {
       EXPECT_EQ(fast.optimized_nodes(), 1);
       testing::qmm::expect_close(fast.run(in)[0].second, ref.run(in)[0].second, c.label() + " extremes");
     }
+}
+
+TEST(CpuQMatMul, QuantizedAFromLayerNormQuantize) {
+  // A uint8/int8 A is already quantized (octet.LayerNormQuantize wrote it): static only,
+  // with every epilogue, edge shapes, one and two threads.
+  int i = 0;
+  for (int64_t m : {1, 5, 128})
+    for (int64_t k : {1, 33, 384})
+      for (DType act : {DType::UInt8, DType::Int8})
+        for (int threads : {1, 2}) {
+          QCase c = variant(m, k, 1 + (i * 37) % 130, 2 * i);  // even: static
+          ++i;
+          c.act = act;
+          c.channel_scale = false;
+          auto ins = testing::qmm::operands(c);
+          ins[0]->value = testing::qmm::rand_bytes(act, c.a_shape, c.seed + 7);
+          auto g = testing::mm::one_node("QMatMul", ins, testing::qmm::attributes(c), "octet");
+          Session fast = testing::mm::session(g, KernelChoice::Optimized, threads);
+          Session ref = testing::mm::session(g, KernelChoice::Reference);
+          EXPECT_EQ(fast.optimized_nodes(), 1) << c.label();
+          const NamedTensors in = testing::mm::feeds(ins);
+          const int64_t fallbacks = cpu::int8_reference_runs();
+          testing::qmm::expect_close(fast.run(in)[0].second, ref.run(in)[0].second, c.label() + " quantized A");
+          EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << c.label() << ": ran the reference kernel";
+        }
+  // The same product from the float A that quantizes to those bytes: identical outputs.
+  QCase c = variant(17, 64, 40, 0);
+  c.channel_scale = false;
+  auto ins = testing::qmm::operands(c);
+  Tensor bytes(DType::UInt8, c.a_shape);
+  const float* x = ins[0]->value.data<float>();
+  for (int64_t j = 0; j < bytes.numel(); ++j)
+    bytes.mutable_data<uint8_t>()[j] =
+        static_cast<uint8_t>(std::clamp(std::nearbyint(x[j] / (1.9f / 255.0f)) + 131.0f, 0.0f, 255.0f));
+  auto from_float = testing::mm::one_node("QMatMul", ins, testing::qmm::attributes(c), "octet");
+  auto quantized_ins = ins;
+  quantized_ins[0]->value = bytes;
+  auto from_bytes = testing::mm::one_node("QMatMul", quantized_ins, testing::qmm::attributes(c), "octet");
+  const Tensor want = testing::mm::session(from_float, KernelChoice::Optimized, 2).run(testing::mm::feeds(ins))[0].second;
+  const Tensor got =
+      testing::mm::session(from_bytes, KernelChoice::Optimized, 2).run(testing::mm::feeds(quantized_ins))[0].second;
+  ASSERT_EQ(got.bytes(), want.bytes());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0) << "quantized A differs from the float A it stands for";
 }
 
 TEST(CpuQMatMul, FallbacksAndDeclinedNodes) {

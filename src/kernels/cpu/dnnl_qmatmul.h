@@ -7,7 +7,9 @@
 //
 // Each run quantizes A in one vectorized pass into a uint8 scratch [M, K] (an int8
 // activation is shifted by +128, see dnnl_int8_gemm.h), per row in dynamic mode (the
-// row's range, parameters and quantization while it is in cache), then:
+// row's range, parameters and quantization while it is in cache); a uint8 A that
+// octet.LayerNormQuantize already quantized goes to the product as it is (int8: shifted
+// by +128 into the scratch), then:
 // - static, where oneDNN's int8 product is exact: one fused primitive. oneDNN 2.6 adds the
 //   bias before the output scales (dst = scale * (acc + bias), measured on brgemm VNNI
 //   and AMX and on gemm:jit), so the bias it gets is in accumulator units and folds the
@@ -44,6 +46,15 @@ class QMatMulState : public KernelState {
   bool owns_input(size_t i) const override { return i == 3; }
 
   bool is_static() const { return static_; }
+  // A arrives quantized (uint8, or int8 when int8_activation()), with the static parameters.
+  bool quantized_a() const { return quantized_a_; }
+  bool int8_activation() const { return int8_activation_; }
+  float static_scale() const { return sa_; }
+  int32_t static_zero_point() const { return za_; }  // uint8 domain (int8 + 128)
+  // Rows [begin, end) of a quantized A into the uint8 domain of the product (int8 shifted
+  // by +128; uint8 needs no copy, so only int8 calls this), with the static scale and
+  // zero point in sa / za.
+  void shift_rows(const int8_t* a, int64_t begin, int64_t end, uint8_t* qa, float* sa, int32_t* za) const;
   // True when static runs use the one fused primitive (else raw sums + epilogue).
   bool fused() const { return fused_; }
   const Int8Gemm& gemm() const { return *gemm_; }
@@ -76,6 +87,7 @@ class QMatMulState : public KernelState {
 
   std::unique_ptr<Int8Gemm> gemm_;
   bool static_ = true;
+  bool quantized_a_ = false;
   bool int8_activation_ = false;  // static: a_zero_point is int8; dynamic: dynamic_type int8
   float sa_ = 1;                  // static a_scale
   int32_t za_ = 0;                // static a_zero_point, uint8 domain (+128 for int8)

@@ -23,7 +23,14 @@ bool one_element(const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }
 std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   std::unique_ptr<QMatMulState> s(new QMatMulState());
   const Value* a = node.input(0);
-  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 10) return nullptr;
+  if (!a || node.inputs().size() > 10) return nullptr;
+  // A already quantized (octet.LayerNormQuantize wrote it): the static parameters below
+  // must describe it (a_zero_point of A's type, no a_channel_scale).
+  s->quantized_a_ = a->type.dtype == DType::UInt8 || a->type.dtype == DType::Int8;
+  if (!s->quantized_a_ && a->type.dtype != DType::Float32) return nullptr;
+  if (s->quantized_a_ && (!node.input(1) || node.input(8) ||
+                          (node.input(2) ? node.input(2)->type.dtype : DType::UInt8) != a->type.dtype))
+    return nullptr;
   const Tensor* b = constant_input(node, 3);
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
   const int64_t k = b->shape()[0], n = b->shape()[1];
@@ -131,6 +138,16 @@ void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uin
     q.quantize(x, k, p.scale, p.zero_point, 0, 255, qa + m * k);
     sa[m] = p.scale;
     za[m] = p.zero_point;
+  }
+}
+
+void QMatMulState::shift_rows(const int8_t* a, int64_t begin, int64_t end, uint8_t* qa, float* sa,
+                              int32_t* za) const {
+  const int64_t k = gemm_->k();
+  for (int64_t m = begin; m < end; ++m) {
+    for (int64_t i = 0; i < k; ++i) qa[m * k + i] = static_cast<uint8_t>(static_cast<uint8_t>(a[m * k + i]) ^ 0x80u);
+    sa[m] = sa_;
+    za[m] = za_;
   }
 }
 

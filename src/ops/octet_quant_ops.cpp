@@ -9,6 +9,9 @@
 //       a_scale/a_zero_point (static), or per row of A when a_scale is absent (dynamic).
 //       A uint8/int8 is already quantized (qa = A): static only, a_zero_point of A's type
 //       (absent: A uint8), no a_channel_scale.
+//       With y_scale (input 10; y_zero_point, input 11, uint8/int8, absent: uint8 0) Y is
+//       that float result quantized: QuantizeLinear(Y, y_scale, y_zero_point), the A of the
+//       static QMatMuls that read it (fuse_qmatmul_output_quantize.cpp).
 //
 //   octet.LayerNormQuantize(X, scale, bias?, y_scale, y_zero_point?, q_scale?, q_bias?) -> (Q, Y?)
 //       attrs: epsilon (default 1e-5)
@@ -60,9 +63,9 @@ void check_per_column(const InferContext& ctx, size_t i, const std::optional<Dim
 
 void infer_qmatmul(InferContext& ctx) {
   const Node& node = ctx.node();
-  if (ctx.num_inputs() > 10)
-    ctx.fail("takes at most 10 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
-             "a_channel_scale, output_scale), got ", ctx.num_inputs());
+  if (ctx.num_inputs() > 12)
+    ctx.fail("takes at most 12 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
+             "a_channel_scale, output_scale, y_scale, y_zero_point), got ", ctx.num_inputs());
   if (!ctx.has_input(3) || !ctx.has_input(4)) ctx.fail("B (input 3) and b_scale (input 4) are required");
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -153,7 +156,19 @@ void infer_qmatmul(InferContext& ctx) {
         ctx.fail(describe_input(ctx, 7), " (the residual) must have the output's shape ", dims_to_string(*out));
     }
   }
-  ctx.set_output(0, DType::Float32, out);
+  DType y_type = DType::Float32;
+  if (ctx.has_input(10)) {
+    require_dtype(ctx, 10, DType::Float32);
+    if (!one_element(ctx.input_dims(10))) ctx.fail(describe_input(ctx, 10), " (y_scale) must be a scalar");
+    y_type = DType::UInt8;
+  }
+  if (ctx.has_input(11)) {
+    if (!ctx.has_input(10)) ctx.fail("y_zero_point (input 11) is given without y_scale (input 10)");
+    math::require_type(ctx, 11, is_8bit, "uint8 or int8");
+    if (!one_element(ctx.input_dims(11))) ctx.fail(describe_input(ctx, 11), " (y_zero_point) must be a scalar");
+    y_type = ctx.input_dtype(11);
+  }
+  ctx.set_output(0, y_type, out);
 }
 
 // A float32 [K] LayerNorm parameter (K = X's last dim when both are known).

@@ -102,7 +102,9 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   // LayerNorms quantize for their QMatMuls once those are final (merged, a residual
   // folded in: a float reader of the LayerNorm) and dead-code elimination has removed the
   // QuantizeLinear nodes fuse_qdq_matmul left reading them.
-  if (options.level >= 2) finishing = {transpose_to_reshape(), fuse_layer_norm_quantize()};
+  // QMatMuls whose only readers are such QMatMuls then write their 8-bit A too.
+  if (options.level >= 2)
+    finishing = {transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize()};
   return Pipeline(std::move(list), std::move(finishing));
 }
 

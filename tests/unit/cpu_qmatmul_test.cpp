@@ -170,6 +170,56 @@ TEST(CpuQMatMul, QuantizedAFromLayerNormQuantize) {
   EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0) << "quantized A differs from the float A it stands for";
 }
 
+// Y quantized (y_scale, y_zero_point): within one level of the reference everywhere, and a
+// level off only where the float result sits within rounding of a boundary (the fused
+// path multiplies by 1 / y_scale where QuantizeLinear divides): at most 1 in 200.
+void check_quantized_y(QCase c, DType y_type, int threads) {
+  auto ins = testing::qmm::operands(c);
+  ins.resize(12);
+  ins[10] = testing::mm::Operand{Tensor::scalar<float>(y_type == DType::Int8 ? 2.6f / 127.0f : 5.2f / 255.0f), true};
+  ins[11] = testing::mm::Operand{testing::qmm::scalar_of(y_type, y_type == DType::Int8 ? -4 : 124), true};
+  auto g = testing::mm::one_node("QMatMul", ins, testing::qmm::attributes(c), "octet");
+  Session fast = testing::mm::session(g, KernelChoice::Optimized, threads);
+  Session ref = testing::mm::session(g, KernelChoice::Reference);
+  EXPECT_EQ(fast.optimized_nodes(), 1) << c.label();
+  const NamedTensors in = testing::mm::feeds(ins);
+  const int64_t fallbacks = cpu::int8_reference_runs();
+  const Tensor got = fast.run(in)[0].second, want = ref.run(in)[0].second;
+  EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << c.label() << ": ran the reference kernel";
+  ASSERT_EQ(got.dtype(), y_type) << c.label();
+  ASSERT_EQ(want.dtype(), y_type) << c.label();
+  ASSERT_EQ(got.shape(), want.shape()) << c.label();
+  const std::vector<float> g8 = got.to_float_vector(), w8 = want.to_float_vector();
+  int64_t flips = 0;
+  for (size_t i = 0; i < g8.size(); ++i) {
+    EXPECT_LE(std::fabs(g8[i] - w8[i]), 1.0f) << c.label() << " quantized Y, element " << i;
+    flips += g8[i] != w8[i];
+  }
+  EXPECT_LE(flips * 200, std::max<int64_t>(static_cast<int64_t>(g8.size()), 200))
+      << c.label() << " quantized Y: " << flips << " of " << g8.size() << " levels differ";
+}
+
+TEST(CpuQMatMul, QuantizedYForTheNextQMatMul) {
+  int i = 0;
+  for (int64_t m : {1, 7, 128})
+    for (int64_t k : {5, 64, 384})
+      for (int64_t n : {3, 65, 256}) {
+        QCase c = variant(m, k, n, i);
+        c.activation = i % 3 == 0 ? "gelu" : "";
+        check_quantized_y(c, i % 4 == 1 ? DType::Int8 : DType::UInt8, 1 + i % 2);
+        ++i;
+      }
+  // Every epilogue at once, static and dynamic A.
+  for (bool is_static : {true, false})
+    for (DType y_type : {DType::UInt8, DType::Int8}) {
+      QCase c = variant(128, 96, 200, 0);
+      c.is_static = is_static;
+      c.activation = "gelu";
+      c.residual = c.output_scale = true;
+      check_quantized_y(c, y_type, 2);
+    }
+}
+
 TEST(CpuQMatMul, FallbacksAndDeclinedNodes) {
   // A nonzero weight zero point, a run-time B or a run-time bias: the reference kernel.
   QCase c = variant(5, 16, 8, 0);

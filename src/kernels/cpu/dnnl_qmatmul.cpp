@@ -58,14 +58,14 @@ void qmatmul_kernel(KernelContext& ctx) {
   if (state.fused()) {
     auto entry = state.fused_primitive(m, ctx.threads());
     if (!entry) return run_reference(ctx, state);
-    Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
-    state.run_fused(ctx, *entry, qa, m, residual, y.mutable_data<float>());
+    Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
+    state.run_fused(ctx, *entry, qa, m, residual, y.mutable_raw());
     return;
   }
   int32_t* sums = thread_scratch_as<int32_t>(Scratch::Sums, m * n);
   if (!state.gemm().raw_sums(ctx, qa, m, nullptr, sums)) return run_reference(ctx, state);
-  Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
-  float* py = y.mutable_data<float>();
+  Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
+  void* py = y.mutable_raw();
   cpu::parallel_ranges(ctx, m, m * n,
                        [&](int64_t begin, int64_t end) { state.epilogue_rows(sums, sa, za, residual, begin, end, py); });
 }

@@ -16,7 +16,7 @@
 //   activation zero point in: bias'[n] = bias[n] / (sa sb[n]) - za colsum_B[n], scales
 //   sa sb[n] per column (or one), then GeLU as an eltwise post-op, output_scale as a
 //   per-column binary mul post-op and the residual as a binary add post-op, as the fp32
-//   kernel does;
+//   kernel does; a quantized Y (y_scale) as an eltwise linear post-op into a u8/s8 dst;
 // - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
 //   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
 //   (the zero-point correction is exact integer arithmetic, so no cancellation), the
@@ -68,13 +68,17 @@ class QMatMulState : public KernelState {
   // zero point (uint8 domain) in sa / za.
   void quantize_rows(const float* a, int64_t begin, int64_t end, uint8_t* qa, float* sa, int32_t* za) const;
   // Rows [begin, end) of the output from raw sums: scale, bias, activation, residual.
+  // y is float32 [M, N], or uint8/int8 when Y is quantized (quantized_y()).
   void epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual, int64_t begin,
-                     int64_t end, float* y) const;
+                     int64_t end, void* y) const;
   // The fused static primitive for M rows at `threads` (cached); nullptr when unusable.
   std::shared_ptr<const Int8Gemm::Entry> fused_primitive(int64_t m, int threads) const;
   // Runs it: qa [M, K] -> y [M, N], with the residual [M, N] when the node has one.
   void run_fused(const KernelContext& ctx, const Int8Gemm::Entry& entry, const uint8_t* qa, int64_t m,
-                 const float* residual, float* y) const;
+                 const float* residual, void* y) const;
+  // Y quantized (y_scale given): its element type, uint8 or int8.
+  bool quantized_y() const { return quantized_y_; }
+  DType output_dtype() const { return !quantized_y_ ? DType::Float32 : int8_y_ ? DType::Int8 : DType::UInt8; }
 
   // Reference runs so far, and the oneDNN implementations cached (tests, reports).
   void count_reference_run() const { ++reference_runs_; }
@@ -84,6 +88,7 @@ class QMatMulState : public KernelState {
 
  private:
   QMatMulState() = default;
+  dnnl::memory::data_type y_type() const;
 
   std::unique_ptr<Int8Gemm> gemm_;
   bool static_ = true;
@@ -95,6 +100,10 @@ class QMatMulState : public KernelState {
   std::vector<float> bias_;       // empty: none
   std::vector<float> channel_scale_;  // a_channel_scale (empty: none)
   std::vector<float> out_scale_;      // output_scale per column (empty: none)
+  bool quantized_y_ = false;          // y_scale given: Y is uint8 (int8 when int8_y_)
+  bool int8_y_ = false;
+  float y_scale_ = 1;
+  int32_t y_zero_ = 0;                // y_zero_point as its type's value
   Activation activation_ = Activation::None;
   bool residual_ = false;
   // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.

@@ -14,6 +14,7 @@
 // 4. The activation and the residual run through the ai.onnx Gelu and Add reference
 //    kernels, as in octet.MatMulBias; between them, output_scale multiplies each column
 //    (float32 products, exactly as a separate Mul would compute them).
+// 5. With y_scale, the QuantizeLinear reference on the result.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -184,6 +185,17 @@ void qmatmul_kernel(KernelContext& ctx) {
       ctx.fail("residual must be float32 of the output's shape ", shape_to_string(y.shape()), ", got ",
                residual->describe());
     y = ref::run_onnx_kernel("Add", node, {&y, residual});
+  }
+  if (const Tensor* y_scale = ctx.optional_input(10)) {
+    const Tensor* y_zp = ctx.optional_input(11);
+    if (y_scale->dtype() != DType::Float32 || y_scale->numel() != 1 || y_scale->rank() > 1)
+      ctx.fail("y_scale must be a float32 scalar, got ", y_scale->describe());
+    if (y_zp && ((y_zp->dtype() != DType::UInt8 && y_zp->dtype() != DType::Int8) || y_zp->numel() != 1 ||
+                 y_zp->rank() > 1))
+      ctx.fail("y_zero_point must be a uint8 or int8 scalar, got ", y_zp->describe());
+    y = ref::run_onnx_kernel("QuantizeLinear", node, {&y, y_scale, y_zp});
+  } else if (ctx.optional_input(11)) {
+    ctx.fail("y_zero_point is given without y_scale");
   }
   ctx.set_output(0, std::move(y));
 }

@@ -23,26 +23,13 @@
 //   a_zero_point) -> Q, plus Y replacing L's output when other nodes read it too.
 // The readers then take Q as A. Q is exactly what each reader's own quantization of the
 // float LayerNorm output was (the same row kernels, docs/quantization.md §2).
-#include <algorithm>
-#include <cstring>
-
 #include "ops/infer.h"
 #include "passes/pattern.h"
+#include "passes/rewrites/quantized_readers.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
 namespace {
-
-Value* input_or_null(const Node* n, size_t i) { return i < n->inputs().size() ? n->input(i) : nullptr; }
-
-// The same numbers: one value, both absent, or constants of one type and shape and bytes.
-bool same_operand(const Value* x, const Value* y) {
-  if (x == y) return true;
-  const Tensor* a = x ? constant_value(x) : nullptr;
-  const Tensor* b = y ? constant_value(y) : nullptr;
-  return a && b && a->dtype() == b->dtype() && a->shape() == b->shape() &&
-         (a->numel() == 0 || std::memcmp(a->raw(), b->raw(), a->bytes()) == 0);
-}
 
 // A float32 1-D [k] value (a constant or not: the kernel reads it per run).
 bool row_param(const Value* v, int64_t k) {
@@ -66,52 +53,6 @@ int64_t norm_width(const Node* n) {
   return *k;
 }
 
-// A static QMatMul that may read a quantized A (ops/octet_quant_ops.cpp).
-bool quantizable_reader(const Node* q) {
-  if (q->domain() != "octet" || q->op_type() != "QMatMul" || input_or_null(q, 8)) return false;
-  const Tensor* s = constant_value(input_or_null(q, 1));
-  if (!s || s->dtype() != DType::Float32 || s->numel() != 1 || s->rank() > 1) return false;
-  if (const Value* z = input_or_null(q, 2)) {
-    const Tensor* t = constant_value(z);
-    if (!t || (t->dtype() != DType::UInt8 && t->dtype() != DType::Int8) || t->numel() != 1 || t->rank() > 1)
-      return false;
-  }
-  const size_t n = q->inputs().size();
-  for (size_t i = 1; i < n; ++i)
-    if (q->input(i) == q->input(0)) return false;  // also read as its residual
-  return true;
-}
-
-struct Readers {
-  std::vector<Node*> qmatmuls;  // distinct, each reading the value as A only
-  bool others = false;          // something else reads it too
-  bool dead = false;            // a reader nothing reads (the QuantizeLinear a fusion left)
-};
-
-bool is_dead(const Node* n) {
-  for (const Value* v : n->outputs())
-    if (v && (!v->uses().empty() || v->is_graph_output())) return false;
-  return true;
-}
-
-Readers readers_of(const Value* y) {
-  Readers r;
-  for (const Use& u : y->uses()) {
-    if (is_dead(u.node)) {
-      r.dead = true;  // dead-code elimination removes it first: match in the next sweep
-    } else if (!u.implicit && u.index == 0 && quantizable_reader(u.node)) {
-      if (std::find(r.qmatmuls.begin(), r.qmatmuls.end(), u.node) == r.qmatmuls.end()) r.qmatmuls.push_back(u.node);
-    } else {
-      r.others = true;
-    }
-  }
-  for (size_t i = 1; i < r.qmatmuls.size(); ++i)
-    if (!same_operand(r.qmatmuls[0]->input(1), r.qmatmuls[i]->input(1)) ||
-        !same_operand(input_or_null(r.qmatmuls[0], 2), input_or_null(r.qmatmuls[i], 2)))
-      return Readers{{}, true};  // different activation parameters: one Q cannot serve them
-  return r;
-}
-
 // Another LayerNormalization of `quant`'s X with its epsilon, that this pass can take and
 // that something other than a matching QMatMul reads: the float twin of a smoothed copy.
 Node* float_twin(const Node* quant, const RemovedNodes& removed) {
@@ -120,13 +61,13 @@ Node* float_twin(const Node* quant, const RemovedNodes& removed) {
     Node* n = u.node;
     if (n == quant || u.implicit || u.index != 0 || removed.contains(n) || !norm_width(n)) continue;
     if (n->attr_float("epsilon", 1e-5f) != eps) continue;
-    const Readers r = readers_of(n->output(0));
+    const QuantizedReaders r = quantized_readers(n->output(0), false);
     if (r.others && !r.dead) return n;
   }
   return nullptr;
 }
 
-bool rewrite(Graph& g, PassContext& ctx, Node* norm, Node* twin, const Readers& r) {
+bool rewrite(Graph& g, PassContext& ctx, Node* norm, Node* twin, const QuantizedReaders& r) {
   import_octet_domain(g);
   GraphPatch patch = make_patch(g);
   const Node* q0 = r.qmatmuls[0];
@@ -158,7 +99,7 @@ bool run(Graph& g, PassContext& ctx) {
   bool changed = false;
   for (Node* n : g.nodes()) {
     if (removed.contains(n) || !norm_width(n)) continue;
-    const Readers r = readers_of(n->output(0));
+    const QuantizedReaders r = quantized_readers(n->output(0), false);
     if (r.qmatmuls.empty() || r.dead) continue;
     Node* twin = r.others ? nullptr : float_twin(n, removed);
     if (rewrite(g, ctx, n, twin, r)) {

@@ -171,8 +171,9 @@ TEST(CpuQMatMul, QuantizedAFromLayerNormQuantize) {
 }
 
 // Y quantized (y_scale, y_zero_point): within one level of the reference everywhere, and a
-// level off only where the float result sits within rounding of a boundary (the fused
-// path multiplies by 1 / y_scale where QuantizeLinear divides): at most 1 in 200.
+// level off only where the float result sits within its rounding (the reference forms it
+// in double, the kernels in float32) of a boundary: at most 1 in 200. And the same bits as
+// the float output of the same kernel quantized by QuantizeLinear's optimized kernel.
 void check_quantized_y(QCase c, DType y_type, int threads) {
   auto ins = testing::qmm::operands(c);
   ins.resize(12);
@@ -197,6 +198,17 @@ void check_quantized_y(QCase c, DType y_type, int threads) {
   }
   EXPECT_LE(flips * 200, std::max<int64_t>(static_cast<int64_t>(g8.size()), 200))
       << c.label() << " quantized Y: " << flips << " of " << g8.size() << " levels differ";
+
+  auto float_ins = ins;
+  float_ins.resize(10);
+  while (!float_ins.empty() && !float_ins.back()) float_ins.pop_back();
+  auto gf = testing::mm::one_node("QMatMul", float_ins, testing::qmm::attributes(c), "octet");
+  const Tensor y = testing::mm::session(gf, KernelChoice::Optimized, threads).run(testing::mm::feeds(float_ins))[0].second;
+  testing::mm::Operand yv{y};
+  auto gq = testing::mm::one_node("QuantizeLinear", {yv, ins[10], ins[11]}, {}, "");
+  const Tensor q = testing::mm::session(gq, KernelChoice::Optimized).run(testing::mm::feeds({yv, ins[10], ins[11]}))[0].second;
+  ASSERT_EQ(q.bytes(), got.bytes());
+  EXPECT_EQ(std::memcmp(q.raw(), got.raw(), q.bytes()), 0) << c.label() << ": differs from float Y + QuantizeLinear";
 }
 
 TEST(CpuQMatMul, QuantizedYForTheNextQMatMul) {

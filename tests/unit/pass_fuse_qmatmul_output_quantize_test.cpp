@@ -1,15 +1,14 @@
 // octet.QMatMul read only by static QMatMuls -> it writes their 8-bit A (y_scale,
 // y_zero_point), the readers' a_channel_scale folded into its output_scale. The rewrite
-// changes no number of the definition: with the reference kernels the outputs are the
-// same bits. With the optimized ones the producer's dst rounding multiplies by 1 / y_scale
-// where QuantizeLinear divides, so a level may differ where a value sits on a rounding
-// boundary: outputs stay within 1e-2 of the original's (one level of A moves an output by
-// about y_scale * sb * |B| ~ 2e-3 here), at every ISA level (child runs).
+// changes no number: with the reference kernels and with the optimized ones (QuantizeLinear's
+// division and rounding in oneDNN's post-ops) the outputs are the same bits as the
+// original graph's, at every ISA level (oneDNN's is chosen per process: child runs).
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "isa_child_runs.h"
+#include "kernels/cpu/quant_ops.h"
 #include "pass_test_util.h"
 #include "qmatmul_test_util.h"
 
@@ -91,13 +90,19 @@ void expect_rewrite(const Options& o) {
     EXPECT_EQ(std::memcmp(want_ref[i].second.raw(), got_ref[i].second.raw(), got_ref[i].second.bytes()), 0)
         << "reference kernels: output " << want_ref[i].first;
   }
-  const NamedTensors want = run_graph_with(original, in, KernelChoice::Optimized),
-                     got = run_graph_with(fused, in, KernelChoice::Optimized);
-  for (size_t i = 0; i < want.size(); ++i) {
-    const std::vector<float> w = want[i].second.to_float_vector(), g = got[i].second.to_float_vector();
-    double worst = 0;
-    for (size_t j = 0; j < w.size(); ++j) worst = std::max(worst, std::fabs(double(w[j]) - g[j]));
-    EXPECT_LE(worst, 1e-2) << "optimized kernels: output " << want[i].first;
+  for (int threads : {1, 2}) {
+    SessionOptions opts;
+    opts.threads = threads;
+    Session a(std::shared_ptr<const Graph>(original), opts), f(std::shared_ptr<const Graph>(fused), opts);
+    EXPECT_TRUE(f.reference_ops().empty());
+    const int64_t fallbacks = cpu::int8_reference_runs();
+    const NamedTensors want = a.run(in), got = f.run(in);
+    EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << "an int8 kernel ran the reference";
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(want[i].second.bytes(), got[i].second.bytes());
+      EXPECT_EQ(std::memcmp(want[i].second.raw(), got[i].second.raw(), got[i].second.bytes()), 0)
+          << "optimized kernels, threads " << threads << ": output " << want[i].first;
+    }
   }
 }
 

@@ -16,7 +16,8 @@
 //   activation zero point in: bias'[n] = bias[n] / (sa sb[n]) - za colsum_B[n], scales
 //   sa sb[n] per column (or one), then GeLU as an eltwise post-op, output_scale as a
 //   per-column binary mul post-op and the residual as a binary add post-op, as the fp32
-//   kernel does; a quantized Y (y_scale) as an eltwise linear post-op into a u8/s8 dst;
+//   kernel does; a quantized Y (y_scale) as QuantizeLinear's division, rounding and zero
+//   point in post-ops into a u8/s8 dst;
 // - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
 //   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
 //   (the zero-point correction is exact integer arithmetic, so no cancellation), the

@@ -192,11 +192,15 @@ std::shared_ptr<const Int8Gemm::Entry> QMatMulState::fused_primitive(int64_t m, 
     if (activation_ == Activation::GeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0, 0);
     if (!out_scale_.empty()) ops.append_binary(dnnl::algorithm::binary_mul, f32_desc({1, gemm_->n()}));
     if (residual_) ops.append_binary(dnnl::algorithm::binary_add, f32_desc({m, gemm_->n()}));
-    // A quantized Y: y / y_scale + y_zero_point, rounded to nearest even and saturated by
-    // the conversion to the 8-bit dst (a multiply by the reciprocal here, where
-    // QuantizeLinear divides: a value within an ulp of a rounding boundary may land one
-    // level away; the tests bound how often).
-    if (quantized_y_) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / y_scale_, static_cast<float>(y_zero_));
+    // A quantized Y, as QuantizeLinear computes it: y / y_scale (a float32 division, not
+    // a multiply by the reciprocal), rounded half to even, + y_zero_point (exact on
+    // integers), saturated by the conversion to the 8-bit dst. The same numbers as the
+    // float output quantized by the reader.
+    if (quantized_y_) {
+      ops.append_binary(dnnl::algorithm::binary_div, f32_desc({1, 1}));
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+      if (y_zero_ != 0) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f, static_cast<float>(y_zero_));
+    }
     attr.set_post_ops(ops);
     return gemm_->create(m, y_type(), attr, /*with_bias=*/true);
   });
@@ -214,11 +218,13 @@ void QMatMulState::run_fused(const KernelContext& ctx, const Int8Gemm::Entry& en
   std::unordered_map<int, dnnl::memory> args;
   args[DNNL_ARG_DST] = wrap(dnnl::memory::desc({m, n}, y_type(), dnnl::memory::format_tag::ab), y);
   args[DNNL_ARG_BIAS] = wrap(f32_desc({1, n}), bias_acc_.data());
-  // Post-op positions: the activation (if any), output_scale (if any), the residual.
+  // Post-op positions: the activation (if any), output_scale (if any), the residual (if
+  // any), then y_scale (a quantized Y).
   int position = activation_ != Activation::None ? 1 : 0;
   if (!out_scale_.empty())
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position++) | DNNL_ARG_SRC_1] = wrap(f32_desc({1, n}), out_scale_.data());
-  if (residual_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
+  if (residual_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position++) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
+  if (quantized_y_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({1, 1}), &y_scale_);
   gemm_->execute(ctx, entry, qa, m, nullptr, args);
 }
 

@@ -42,6 +42,8 @@ OCTET_CLASS = {
     "MatMulInteger": "gemm", "QLinearMatMul": "gemm", "ConvInteger": "gemm", "QLinearConv": "gemm",
     "octet.Attention": "attention", "octet.QAttention": "attention", "Softmax": "attention",
     "LayerNormalization": "norm", "octet.RmsNorm": "norm", "SimplifiedLayerNormalization": "norm",
+    # LayerNorm + the quantization of its QMatMul readers' A in one pass (issue 20, enc20).
+    "octet.LayerNormQuantize": "norm",
     "QuantizeLinear": "quantize", "DequantizeLinear": "quantize", "DynamicQuantizeLinear": "quantize",
     "octet.Gelu": "elementwise", "Add": "elementwise", "Mul": "elementwise", "Sub": "elementwise",
     "Div": "elementwise", "Erf": "elementwise", "Cast": "elementwise", "Sqrt": "elementwise", "Pow": "elementwise",

@@ -7,6 +7,20 @@
 //       + bias[n], then the activation, then * output_scale[n] (one value or one per column:
 //       a LayerScale Mul folded in, fold_matmul_output_scale.cpp), then + residual. qa is A quantized with the given
 //       a_scale/a_zero_point (static), or per row of A when a_scale is absent (dynamic).
+//       A uint8/int8 is already quantized (qa = A): static only, a_zero_point of A's type
+//       (absent: A uint8), no a_channel_scale.
+//       With y_scale (input 10; y_zero_point, input 11, uint8/int8, absent: uint8 0) Y is
+//       that float result quantized: QuantizeLinear(Y, y_scale, y_zero_point), the A of the
+//       static QMatMuls that read it (fuse_qmatmul_output_quantize.cpp).
+//
+//   octet.LayerNormQuantize(X, scale, bias?, y_scale, y_zero_point?, q_scale?, q_bias?) -> (Q, Y?)
+//       attrs: epsilon (default 1e-5)
+//   Q = QuantizeLinear(LayerNormalization(X, q_scale, q_bias), y_scale, y_zero_point) over
+//       the last axis, with (q_scale, q_bias) = (scale, bias) when q_scale is absent;
+//       Y = LayerNormalization(X, scale, bias). One pass writes the uint8/int8 input of
+//       the static QMatMuls that read a LayerNorm (fuse_layer_norm_quantize.cpp) and, for a
+//       SmoothQuant-smoothed copy of a LayerNorm (gamma / s, beta / s), the float output
+//       of the original too.
 //
 // The rule checks what the kernels rely on: element types, B 2-D, b_scale/b_zero_point
 // one per tensor or one per column, a_zero_point only next to a_scale (a dynamic node
@@ -49,9 +63,9 @@ void check_per_column(const InferContext& ctx, size_t i, const std::optional<Dim
 
 void infer_qmatmul(InferContext& ctx) {
   const Node& node = ctx.node();
-  if (ctx.num_inputs() > 10)
-    ctx.fail("takes at most 10 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
-             "a_channel_scale, output_scale), got ", ctx.num_inputs());
+  if (ctx.num_inputs() > 12)
+    ctx.fail("takes at most 12 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
+             "a_channel_scale, output_scale, y_scale, y_zero_point), got ", ctx.num_inputs());
   if (!ctx.has_input(3) || !ctx.has_input(4)) ctx.fail("B (input 3) and b_scale (input 4) are required");
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -63,7 +77,17 @@ void infer_qmatmul(InferContext& ctx) {
     if (is_static) ctx.fail("dynamic_type applies only without a_scale (dynamic quantization); input 1 is given");
   }
 
-  require_dtype(ctx, 0, DType::Float32);
+  const bool quantized_a = ctx.input_dtype(0) == DType::UInt8 || ctx.input_dtype(0) == DType::Int8;
+  if (quantized_a) {
+    if (!is_static) ctx.fail(describe_input(ctx, 0), " (A) is already quantized: a_scale (input 1) is required");
+    const DType zp = ctx.has_input(2) ? ctx.input_dtype(2) : DType::UInt8;
+    if (zp != ctx.input_dtype(0))
+      ctx.fail(describe_input(ctx, 0), " (A) is quantized but a_zero_point is ", dtype_name(zp),
+               " (absent: uint8); they must have one type");
+    if (ctx.has_input(8)) ctx.fail("a_channel_scale applies to a float A only; A is ", dtype_name(ctx.input_dtype(0)));
+  } else {
+    require_dtype(ctx, 0, DType::Float32);
+  }
   if (is_static) {
     require_dtype(ctx, 1, DType::Float32);
     if (!one_element(ctx.input_dims(1))) ctx.fail(describe_input(ctx, 1), " (a_scale) must be a scalar");
@@ -132,11 +156,60 @@ void infer_qmatmul(InferContext& ctx) {
         ctx.fail(describe_input(ctx, 7), " (the residual) must have the output's shape ", dims_to_string(*out));
     }
   }
-  ctx.set_output(0, DType::Float32, out);
+  DType y_type = DType::Float32;
+  if (ctx.has_input(10)) {
+    require_dtype(ctx, 10, DType::Float32);
+    if (!one_element(ctx.input_dims(10))) ctx.fail(describe_input(ctx, 10), " (y_scale) must be a scalar");
+    y_type = DType::UInt8;
+  }
+  if (ctx.has_input(11)) {
+    if (!ctx.has_input(10)) ctx.fail("y_zero_point (input 11) is given without y_scale (input 10)");
+    math::require_type(ctx, 11, is_8bit, "uint8 or int8");
+    if (!one_element(ctx.input_dims(11))) ctx.fail(describe_input(ctx, 11), " (y_zero_point) must be a scalar");
+    y_type = ctx.input_dtype(11);
+  }
+  ctx.set_output(0, y_type, out);
+}
+
+// A float32 [K] LayerNorm parameter (K = X's last dim when both are known).
+void check_row_param(const InferContext& ctx, size_t i, const std::optional<DimVector>& x) {
+  require_dtype(ctx, i, DType::Float32);
+  const auto& d = ctx.input_dims(i);
+  if (d && d->size() != 1) ctx.fail(describe_input(ctx, i), " must be 1-D [K] (K = X's last dim)");
+  if (d && x && !x->empty() && known_differ((*d)[0], x->back()))
+    ctx.fail(describe_input(ctx, i), " has ", (*d)[0].to_string(), " elements; X's last dim is ",
+             x->back().to_string());
+}
+
+void infer_layer_norm_quantize(InferContext& ctx) {
+  if (ctx.num_inputs() > 7)
+    ctx.fail("takes at most 7 inputs (X, scale, bias, y_scale, y_zero_point, q_scale, q_bias), got ",
+             ctx.num_inputs());
+  if (ctx.num_outputs() < 1 || ctx.num_outputs() > 2) ctx.fail("has outputs Q and (optional) Y, got ", ctx.num_outputs());
+  if (!ctx.has_input(1) || !ctx.has_input(3)) ctx.fail("scale (input 1) and y_scale (input 3) are required");
+  require_dtype(ctx, 0, DType::Float32);
+  const auto& x = ctx.input_dims(0);
+  if (x && x->empty()) ctx.fail(describe_input(ctx, 0), " (X) must have rank >= 1");
+  for (size_t i : {size_t{1}, size_t{2}, size_t{5}, size_t{6}})
+    if (ctx.has_input(i)) check_row_param(ctx, i, x);
+  if (ctx.has_input(6) && !ctx.has_input(5)) ctx.fail("q_bias (input 6) is given without q_scale (input 5)");
+  require_dtype(ctx, 3, DType::Float32);
+  if (!one_element(ctx.input_dims(3))) ctx.fail(describe_input(ctx, 3), " (y_scale) must be a scalar");
+  DType q = DType::UInt8;
+  if (ctx.has_input(4)) {
+    math::require_type(ctx, 4, is_8bit, "uint8 or int8");
+    if (!one_element(ctx.input_dims(4))) ctx.fail(describe_input(ctx, 4), " (y_zero_point) must be a scalar");
+    q = ctx.input_dtype(4);
+  }
+  ctx.set_output(0, q, x);
+  if (ctx.num_outputs() == 2) ctx.set_output(1, DType::Float32, x);
 }
 
 }  // namespace
 
-void register_octet_quant_ops(OpRegistry& r) { r.add({"octet", "QMatMul", infer_qmatmul}); }
+void register_octet_quant_ops(OpRegistry& r) {
+  r.add({"octet", "QMatMul", infer_qmatmul});
+  r.add({"octet", "LayerNormQuantize", infer_layer_norm_quantize});
+}
 
 }  // namespace octet

@@ -99,7 +99,12 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   std::vector<Pass> finishing;
   // Transposes become Reshapes only once no fusion can still want them: fuse_attention
   // matches head-split Transposes that, at one token or one head, move only size-1 axes.
-  if (options.level >= 2) finishing = {transpose_to_reshape()};
+  // LayerNorms quantize for their QMatMuls once those are final (merged, a residual
+  // folded in: a float reader of the LayerNorm) and dead-code elimination has removed the
+  // QuantizeLinear nodes fuse_qdq_matmul left reading them.
+  // QMatMuls whose only readers are such QMatMuls then write their 8-bit A too.
+  if (options.level >= 2)
+    finishing = {transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize()};
   return Pipeline(std::move(list), std::move(finishing));
 }
 

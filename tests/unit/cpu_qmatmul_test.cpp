@@ -7,7 +7,10 @@
 // AVX-512 VNNI the product runs split in two, see dnnl_int8_gemm.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "isa_child_runs.h"
@@ -121,6 +124,111 @@ TEST(CpuQMatMul, ExtremeActivationsSaturateAndZeroRowsStayZero) {
       Session fast = testing::mm::session(g, KernelChoice::Optimized), ref = testing::mm::session(g, KernelChoice::Reference);
       EXPECT_EQ(fast.optimized_nodes(), 1);
       testing::qmm::expect_close(fast.run(in)[0].second, ref.run(in)[0].second, c.label() + " extremes");
+    }
+}
+
+TEST(CpuQMatMul, QuantizedAFromLayerNormQuantize) {
+  // A uint8/int8 A is already quantized (octet.LayerNormQuantize wrote it): static only,
+  // with every epilogue, edge shapes, one and two threads.
+  int i = 0;
+  for (int64_t m : {1, 5, 128})
+    for (int64_t k : {1, 33, 384})
+      for (DType act : {DType::UInt8, DType::Int8})
+        for (int threads : {1, 2}) {
+          QCase c = variant(m, k, 1 + (i * 37) % 130, 2 * i);  // even: static
+          ++i;
+          c.act = act;
+          c.channel_scale = false;
+          auto ins = testing::qmm::operands(c);
+          ins[0]->value = testing::qmm::rand_bytes(act, c.a_shape, c.seed + 7);
+          auto g = testing::mm::one_node("QMatMul", ins, testing::qmm::attributes(c), "octet");
+          Session fast = testing::mm::session(g, KernelChoice::Optimized, threads);
+          Session ref = testing::mm::session(g, KernelChoice::Reference);
+          EXPECT_EQ(fast.optimized_nodes(), 1) << c.label();
+          const NamedTensors in = testing::mm::feeds(ins);
+          const int64_t fallbacks = cpu::int8_reference_runs();
+          testing::qmm::expect_close(fast.run(in)[0].second, ref.run(in)[0].second, c.label() + " quantized A");
+          EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << c.label() << ": ran the reference kernel";
+        }
+  // The same product from the float A that quantizes to those bytes: identical outputs.
+  QCase c = variant(17, 64, 40, 0);
+  c.channel_scale = false;
+  auto ins = testing::qmm::operands(c);
+  Tensor bytes(DType::UInt8, c.a_shape);
+  const float* x = ins[0]->value.data<float>();
+  for (int64_t j = 0; j < bytes.numel(); ++j)
+    bytes.mutable_data<uint8_t>()[j] =
+        static_cast<uint8_t>(std::clamp(std::nearbyint(x[j] / (1.9f / 255.0f)) + 131.0f, 0.0f, 255.0f));
+  auto from_float = testing::mm::one_node("QMatMul", ins, testing::qmm::attributes(c), "octet");
+  auto quantized_ins = ins;
+  quantized_ins[0]->value = bytes;
+  auto from_bytes = testing::mm::one_node("QMatMul", quantized_ins, testing::qmm::attributes(c), "octet");
+  const Tensor want = testing::mm::session(from_float, KernelChoice::Optimized, 2).run(testing::mm::feeds(ins))[0].second;
+  const Tensor got =
+      testing::mm::session(from_bytes, KernelChoice::Optimized, 2).run(testing::mm::feeds(quantized_ins))[0].second;
+  ASSERT_EQ(got.bytes(), want.bytes());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0) << "quantized A differs from the float A it stands for";
+}
+
+// Y quantized (y_scale, y_zero_point): within one level of the reference everywhere, and a
+// level off only where the float result sits within its rounding (the reference forms it
+// in double, the kernels in float32) of a boundary: at most 1 in 200. And the same bits as
+// the float output of the same kernel quantized by QuantizeLinear's optimized kernel.
+void check_quantized_y(QCase c, DType y_type, int threads) {
+  auto ins = testing::qmm::operands(c);
+  ins.resize(12);
+  ins[10] = testing::mm::Operand{Tensor::scalar<float>(y_type == DType::Int8 ? 2.6f / 127.0f : 5.2f / 255.0f), true};
+  ins[11] = testing::mm::Operand{testing::qmm::scalar_of(y_type, y_type == DType::Int8 ? -4 : 124), true};
+  auto g = testing::mm::one_node("QMatMul", ins, testing::qmm::attributes(c), "octet");
+  Session fast = testing::mm::session(g, KernelChoice::Optimized, threads);
+  Session ref = testing::mm::session(g, KernelChoice::Reference);
+  EXPECT_EQ(fast.optimized_nodes(), 1) << c.label();
+  const NamedTensors in = testing::mm::feeds(ins);
+  const int64_t fallbacks = cpu::int8_reference_runs();
+  const Tensor got = fast.run(in)[0].second, want = ref.run(in)[0].second;
+  EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << c.label() << ": ran the reference kernel";
+  ASSERT_EQ(got.dtype(), y_type) << c.label();
+  ASSERT_EQ(want.dtype(), y_type) << c.label();
+  ASSERT_EQ(got.shape(), want.shape()) << c.label();
+  const std::vector<float> g8 = got.to_float_vector(), w8 = want.to_float_vector();
+  int64_t flips = 0;
+  for (size_t i = 0; i < g8.size(); ++i) {
+    EXPECT_LE(std::fabs(g8[i] - w8[i]), 1.0f) << c.label() << " quantized Y, element " << i;
+    flips += g8[i] != w8[i];
+  }
+  EXPECT_LE(flips * 200, std::max<int64_t>(static_cast<int64_t>(g8.size()), 200))
+      << c.label() << " quantized Y: " << flips << " of " << g8.size() << " levels differ";
+
+  auto float_ins = ins;
+  float_ins.resize(10);
+  while (!float_ins.empty() && !float_ins.back()) float_ins.pop_back();
+  auto gf = testing::mm::one_node("QMatMul", float_ins, testing::qmm::attributes(c), "octet");
+  const Tensor y = testing::mm::session(gf, KernelChoice::Optimized, threads).run(testing::mm::feeds(float_ins))[0].second;
+  testing::mm::Operand yv{y};
+  auto gq = testing::mm::one_node("QuantizeLinear", {yv, ins[10], ins[11]}, {}, "");
+  const Tensor q = testing::mm::session(gq, KernelChoice::Optimized).run(testing::mm::feeds({yv, ins[10], ins[11]}))[0].second;
+  ASSERT_EQ(q.bytes(), got.bytes());
+  EXPECT_EQ(std::memcmp(q.raw(), got.raw(), q.bytes()), 0) << c.label() << ": differs from float Y + QuantizeLinear";
+}
+
+TEST(CpuQMatMul, QuantizedYForTheNextQMatMul) {
+  int i = 0;
+  for (int64_t m : {1, 7, 128})
+    for (int64_t k : {5, 64, 384})
+      for (int64_t n : {3, 65, 256}) {
+        QCase c = variant(m, k, n, i);
+        c.activation = i % 3 == 0 ? "gelu" : "";
+        check_quantized_y(c, i % 4 == 1 ? DType::Int8 : DType::UInt8, 1 + i % 2);
+        ++i;
+      }
+  // Every epilogue at once, static and dynamic A.
+  for (bool is_static : {true, false})
+    for (DType y_type : {DType::UInt8, DType::Int8}) {
+      QCase c = variant(128, 96, 200, 0);
+      c.is_static = is_static;
+      c.activation = "gelu";
+      c.residual = c.output_scale = true;
+      check_quantized_y(c, y_type, 2);
     }
 }
 

@@ -103,6 +103,96 @@ TEST(OctetQuantOps, QMatMulInferenceErrorsNameTheNodeAndInput) {
   expect(infer_error({kA, kScale, kZpU8, kB}), "b_scale (input 4) are required");
 }
 
+TEST(OctetQuantOps, QMatMulTakesAQuantizedA) {
+  auto expect = [](const std::string& err, const std::string& fragment) {
+    EXPECT_TRUE(contains(err, fragment)) << "want '" << fragment << "' in: " << err;
+  };
+  const std::optional<In> none;
+  const In a_u8{"a", DType::UInt8, DimVector{S("batch"), S("seq"), 4}};
+  const In a_s8{"a", DType::Int8, DimVector{S("batch"), S("seq"), 4}};
+  std::string out;
+  EXPECT_EQ(infer_error({a_u8, kScale, kZpU8, kB, kSb, kZb, kBias, kRes}, {}, &out), "");
+  EXPECT_EQ(out, "[batch,seq,6] float32");
+  EXPECT_EQ(infer_error({a_u8, kScale, none, kB, kSb}), "");
+  EXPECT_EQ(infer_error({a_s8, kScale, In{"z", DType::Int8, DimVector{}}, kB, kSb}), "");
+  expect(infer_error({a_u8, none, none, kB, kSb}), "already quantized: a_scale (input 1) is required");
+  expect(infer_error({a_s8, kScale, kZpU8, kB, kSb}), "they must have one type");
+  expect(infer_error({a_s8, kScale, none, kB, kSb}), "they must have one type");
+  expect(infer_error({a_u8, kScale, kZpU8, kB, kSb, none, none, none, In{"c", DType::Float32, DimVector{4}}}),
+         "a_channel_scale applies to a float A only");
+  // The reference: qa is A itself. A = [[5, 2, 8], [3, 5, 1]] with za = 3 is the hand
+  // computation below: Y = [[-2.25, 3], [3, -2]].
+  const Tensor qa = tensor<uint8_t>({2, 3}, {5, 2, 8, 3, 5, 1});
+  const Tensor y = testing::run({"QMatMul",
+                                 {qa, Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(3),
+                                  tensor<int8_t>({3, 2}, {1, -2, 3, 4, -5, 6}), f32({2}, {0.25f, 0.5f}),
+                                  tensor<int8_t>({2}, {0, 1}), f32({2}, {1, -1})},
+                                 {}, 21, 1, "octet"})[0];
+  EXPECT_EQ(y.to_float_vector(), (std::vector<float>{-2.25f, 3, 3, -2}));
+}
+
+std::string norm_quantize_error(const std::vector<std::optional<In>>& ins, int outputs = 1, std::string* out = nullptr) {
+  testing::GraphBuilder b;
+  b.g.opset_imports["octet"] = 1;
+  std::vector<std::string> names;
+  for (const auto& i : ins) {
+    names.push_back(i ? i->name : "");
+    if (i) b.input(i->name, i->type, i->dims);
+  }
+  std::vector<std::string> outs = {"q", "y"};
+  outs.resize(static_cast<size_t>(outputs));
+  b.g.add_node("LayerNormQuantize", names, outs, {}, "octet", "lnq");
+  const std::string err = error_of([&] { b.infer(); });
+  if (err.empty() && out) {
+    *out = dims_to_string(b.dims("q")) + " " + dtype_name(b.type("q").dtype);
+    if (outputs == 2) *out += ", " + dims_to_string(b.dims("y")) + " " + dtype_name(b.type("y").dtype);
+  }
+  return err;
+}
+
+TEST(OctetQuantOps, LayerNormQuantizeInfersAndChecks) {
+  const std::optional<In> none;
+  const In x{"x", DType::Float32, DimVector{S("batch"), 5, 4}};
+  const In g{"g", DType::Float32, DimVector{4}}, b{"b", DType::Float32, DimVector{4}};
+  const In gs{"gs", DType::Float32, DimVector{4}}, bs{"bs", DType::Float32, DimVector{4}};
+  const In zs8{"z", DType::Int8, DimVector{}};
+  std::string out;
+  EXPECT_EQ(norm_quantize_error({x, g, b, kScale, kZpU8, gs, bs}, 2, &out), "");
+  EXPECT_EQ(out, "[batch,5,4] uint8, [batch,5,4] float32");
+  EXPECT_EQ(norm_quantize_error({x, g, none, kScale, zs8}, 1, &out), "");
+  EXPECT_EQ(out, "[batch,5,4] int8");
+  EXPECT_EQ(norm_quantize_error({x, g, none, kScale}, 1, &out), "");
+  EXPECT_EQ(out, "[batch,5,4] uint8");
+  auto expect = [](const std::string& err, const std::string& fragment) {
+    EXPECT_TRUE(contains(err, "node 'lnq' (octet.LayerNormQuantize)")) << err;
+    EXPECT_TRUE(contains(err, fragment)) << "want '" << fragment << "' in: " << err;
+  };
+  expect(norm_quantize_error({x, none, none, kScale}), "scale (input 1) and y_scale (input 3) are required");
+  expect(norm_quantize_error({x, g, b, none}), "scale (input 1) and y_scale (input 3) are required");
+  expect(norm_quantize_error({x, In{"g", DType::Float32, DimVector{5}}, b, kScale}), "X's last dim is 4");
+  expect(norm_quantize_error({x, g, b, kScale, kZpU8, gs, In{"bs", DType::Float32, DimVector{4, 1}}}),
+         "must be 1-D [K]");
+  expect(norm_quantize_error({x, g, b, kScale, kZpU8, none, bs}), "q_bias (input 6) is given without q_scale");
+  expect(norm_quantize_error({x, g, b, In{"s", DType::Float32, DimVector{4}}}), "(y_scale) must be a scalar");
+  expect(norm_quantize_error({x, g, b, kScale, In{"z", DType::Int32, DimVector{}}}), "uint8 or int8");
+  expect(norm_quantize_error({In{"x", DType::Float16, DimVector{2, 4}}, g, b, kScale}), "input 0 'x'");
+  expect(norm_quantize_error({x, g, b, kScale}, 3), "has outputs Q and (optional) Y");
+
+  // The reference by hand: row [1, 3] normalizes to [-1, 1] (eps 0); the quantized branch
+  // (gs = [2, 2], bs = [0.5, 0]) gives [-1.5, 2] -> round(x / 0.5) + 10 = [7, 14]; Y with
+  // g = [1, 3], b = [0, 1] is [-1, 4].
+  const Tensor xs = f32({1, 2}, {1, 3});
+  const std::vector<Tensor> outs =
+      testing::run({"LayerNormQuantize",
+                    {xs, f32({2}, {1, 3}), f32({2}, {0, 1}), Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(10),
+                     f32({2}, {2, 2}), f32({2}, {0.5f, 0})},
+                    {Attribute::make_float("epsilon", 0.0f)}, 21, 2, "octet"});
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(outs[0].dtype(), DType::UInt8);
+  EXPECT_EQ(outs[0].to_float_vector(), (std::vector<float>{7, 14}));
+  EXPECT_EQ(outs[1].to_float_vector(), (std::vector<float>{-1, 4}));
+}
+
 // The example worked by hand in the comments (docs/quantization.md §2's formulas).
 TEST(OctetQuantOps, QMatMulReferenceMatchesAHandComputation) {
   // qa = round(A / 0.5) + 3 = [[5, 2, 8], [3, 5, 1]] (2.26/0.5 = 4.52 -> 5; 0.25/0.5 = 0.5

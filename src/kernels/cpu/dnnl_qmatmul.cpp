@@ -3,6 +3,8 @@
 // the reference kernel. See dnnl_qmatmul.h.
 #include "kernels/cpu/dnnl_qmatmul.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/quant_ops.h"
 #include "kernels/cpu/simd_kernels.h"
 
@@ -21,7 +23,8 @@ void qmatmul_kernel(KernelContext& ctx) {
   const auto& state = ctx.state_as<QMatMulState>();
   const Tensor& a = ctx.input(0);
   const int64_t k = state.k(), n = state.n();
-  if (a.dtype() != DType::Float32 || a.rank() < 1 || a.shape().back() != k || a.numel() == 0 || n == 0)
+  const DType a_type = !state.quantized_a() ? DType::Float32 : state.int8_activation() ? DType::Int8 : DType::UInt8;
+  if (a.dtype() != a_type || a.rank() < 1 || a.shape().back() != k || a.numel() == 0 || n == 0)
     return run_reference(ctx, state);  // empty, or not what inference promised: its errors
   std::vector<int64_t> out_shape = a.shape();
   out_shape.back() = n;
@@ -33,23 +36,36 @@ void qmatmul_kernel(KernelContext& ctx) {
   }
   const int64_t m = a.numel() / k;
 
-  uint8_t* qa = thread_scratch_as<uint8_t>(Scratch::QuantizedA, m * k);
   float* sa = thread_scratch_as<float>(Scratch::RowScales, m);
   int32_t* za = thread_scratch_as<int32_t>(Scratch::RowZeros, m);
-  const float* pa = a.data<float>();
-  cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.quantize_rows(pa, begin, end, qa, sa, za); });
+  const uint8_t* qa = nullptr;
+  if (a_type == DType::UInt8) {
+    qa = a.data<uint8_t>();  // quantized by the producer: no pass of its own
+    std::fill(sa, sa + m, state.static_scale());
+    std::fill(za, za + m, state.static_zero_point());
+  } else {
+    uint8_t* scratch = thread_scratch_as<uint8_t>(Scratch::QuantizedA, m * k);
+    qa = scratch;
+    if (a_type == DType::Int8) {
+      const int8_t* pa = a.data<int8_t>();
+      cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.shift_rows(pa, begin, end, scratch, sa, za); });
+    } else {
+      const float* pa = a.data<float>();
+      cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.quantize_rows(pa, begin, end, scratch, sa, za); });
+    }
+  }
 
   if (state.fused()) {
     auto entry = state.fused_primitive(m, ctx.threads());
     if (!entry) return run_reference(ctx, state);
-    Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
-    state.run_fused(ctx, *entry, qa, m, residual, y.mutable_data<float>());
+    Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
+    state.run_fused(ctx, *entry, qa, m, residual, y.mutable_raw());
     return;
   }
   int32_t* sums = thread_scratch_as<int32_t>(Scratch::Sums, m * n);
   if (!state.gemm().raw_sums(ctx, qa, m, nullptr, sums)) return run_reference(ctx, state);
-  Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
-  float* py = y.mutable_data<float>();
+  Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
+  void* py = y.mutable_raw();
   cpu::parallel_ranges(ctx, m, m * n,
                        [&](int64_t begin, int64_t end) { state.epilogue_rows(sums, sa, za, residual, begin, end, py); });
 }

@@ -7,14 +7,17 @@
 //
 // Each run quantizes A in one vectorized pass into a uint8 scratch [M, K] (an int8
 // activation is shifted by +128, see dnnl_int8_gemm.h), per row in dynamic mode (the
-// row's range, parameters and quantization while it is in cache), then:
+// row's range, parameters and quantization while it is in cache); a uint8 A that
+// octet.LayerNormQuantize already quantized goes to the product as it is (int8: shifted
+// by +128 into the scratch), then:
 // - static, where oneDNN's int8 product is exact: one fused primitive. oneDNN 2.6 adds the
 //   bias before the output scales (dst = scale * (acc + bias), measured on brgemm VNNI
 //   and AMX and on gemm:jit), so the bias it gets is in accumulator units and folds the
 //   activation zero point in: bias'[n] = bias[n] / (sa sb[n]) - za colsum_B[n], scales
 //   sa sb[n] per column (or one), then GeLU as an eltwise post-op, output_scale as a
 //   per-column binary mul post-op and the residual as a binary add post-op, as the fp32
-//   kernel does;
+//   kernel does; a quantized Y (y_scale) as QuantizeLinear's division, rounding and zero
+//   point in post-ops into a u8/s8 dst;
 // - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
 //   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
 //   (the zero-point correction is exact integer arithmetic, so no cancellation), the
@@ -44,6 +47,15 @@ class QMatMulState : public KernelState {
   bool owns_input(size_t i) const override { return i == 3; }
 
   bool is_static() const { return static_; }
+  // A arrives quantized (uint8, or int8 when int8_activation()), with the static parameters.
+  bool quantized_a() const { return quantized_a_; }
+  bool int8_activation() const { return int8_activation_; }
+  float static_scale() const { return sa_; }
+  int32_t static_zero_point() const { return za_; }  // uint8 domain (int8 + 128)
+  // Rows [begin, end) of a quantized A into the uint8 domain of the product (int8 shifted
+  // by +128; uint8 needs no copy, so only int8 calls this), with the static scale and
+  // zero point in sa / za.
+  void shift_rows(const int8_t* a, int64_t begin, int64_t end, uint8_t* qa, float* sa, int32_t* za) const;
   // True when static runs use the one fused primitive (else raw sums + epilogue).
   bool fused() const { return fused_; }
   const Int8Gemm& gemm() const { return *gemm_; }
@@ -57,13 +69,17 @@ class QMatMulState : public KernelState {
   // zero point (uint8 domain) in sa / za.
   void quantize_rows(const float* a, int64_t begin, int64_t end, uint8_t* qa, float* sa, int32_t* za) const;
   // Rows [begin, end) of the output from raw sums: scale, bias, activation, residual.
+  // y is float32 [M, N], or uint8/int8 when Y is quantized (quantized_y()).
   void epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual, int64_t begin,
-                     int64_t end, float* y) const;
+                     int64_t end, void* y) const;
   // The fused static primitive for M rows at `threads` (cached); nullptr when unusable.
   std::shared_ptr<const Int8Gemm::Entry> fused_primitive(int64_t m, int threads) const;
   // Runs it: qa [M, K] -> y [M, N], with the residual [M, N] when the node has one.
   void run_fused(const KernelContext& ctx, const Int8Gemm::Entry& entry, const uint8_t* qa, int64_t m,
-                 const float* residual, float* y) const;
+                 const float* residual, void* y) const;
+  // Y quantized (y_scale given): its element type, uint8 or int8.
+  bool quantized_y() const { return quantized_y_; }
+  DType output_dtype() const { return !quantized_y_ ? DType::Float32 : int8_y_ ? DType::Int8 : DType::UInt8; }
 
   // Reference runs so far, and the oneDNN implementations cached (tests, reports).
   void count_reference_run() const { ++reference_runs_; }
@@ -73,9 +89,11 @@ class QMatMulState : public KernelState {
 
  private:
   QMatMulState() = default;
+  dnnl::memory::data_type y_type() const;
 
   std::unique_ptr<Int8Gemm> gemm_;
   bool static_ = true;
+  bool quantized_a_ = false;
   bool int8_activation_ = false;  // static: a_zero_point is int8; dynamic: dynamic_type int8
   float sa_ = 1;                  // static a_scale
   int32_t za_ = 0;                // static a_zero_point, uint8 domain (+128 for int8)
@@ -83,6 +101,10 @@ class QMatMulState : public KernelState {
   std::vector<float> bias_;       // empty: none
   std::vector<float> channel_scale_;  // a_channel_scale (empty: none)
   std::vector<float> out_scale_;      // output_scale per column (empty: none)
+  bool quantized_y_ = false;          // y_scale given: Y is uint8 (int8 when int8_y_)
+  bool int8_y_ = false;
+  float y_scale_ = 1;
+  int32_t y_zero_ = 0;                // y_zero_point as its type's value
   Activation activation_ = Activation::None;
   bool residual_ = false;
   // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.

@@ -23,7 +23,14 @@ bool one_element(const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }
 std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   std::unique_ptr<QMatMulState> s(new QMatMulState());
   const Value* a = node.input(0);
-  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 10) return nullptr;
+  if (!a || node.inputs().size() > 12) return nullptr;
+  // A already quantized (octet.LayerNormQuantize wrote it): the static parameters below
+  // must describe it (a_zero_point of A's type, no a_channel_scale).
+  s->quantized_a_ = a->type.dtype == DType::UInt8 || a->type.dtype == DType::Int8;
+  if (!s->quantized_a_ && a->type.dtype != DType::Float32) return nullptr;
+  if (s->quantized_a_ && (!node.input(1) || node.input(8) ||
+                          (node.input(2) ? node.input(2)->type.dtype : DType::UInt8) != a->type.dtype))
+    return nullptr;
   const Tensor* b = constant_input(node, 3);
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
   const int64_t k = b->shape()[0], n = b->shape()[1];
@@ -60,6 +67,20 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
     if (!os || os->dtype() != DType::Float32 || os->rank() > 1 || (os->numel() != 1 && os->numel() != n))
       return nullptr;
     for (int64_t i = 0; i < n; ++i) s->out_scale_.push_back(os->data<float>()[os->numel() == 1 ? 0 : i]);
+  }
+  if (node.input(10)) {  // Y quantized for the QMatMuls that read it
+    const Tensor* ys = constant_input(node, 10);
+    if (!ys || ys->dtype() != DType::Float32 || !one_element(*ys)) return nullptr;
+    s->y_scale_ = ys->data<float>()[0];
+    s->quantized_y_ = true;
+    if (node.input(11)) {
+      const Tensor* yz = constant_input(node, 11);
+      if (!yz || !one_element(*yz) || (yz->dtype() != DType::UInt8 && yz->dtype() != DType::Int8)) return nullptr;
+      s->int8_y_ = yz->dtype() == DType::Int8;
+      s->y_zero_ = s->int8_y_ ? yz->data<int8_t>()[0] : yz->data<uint8_t>()[0];
+    }
+  } else if (node.input(11)) {
+    return nullptr;
   }
   const std::string act = node.attr_string("activation", "");
   if (act == "gelu") s->activation_ = Activation::GeluErf;
@@ -134,17 +155,31 @@ void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uin
   }
 }
 
+void QMatMulState::shift_rows(const int8_t* a, int64_t begin, int64_t end, uint8_t* qa, float* sa,
+                              int32_t* za) const {
+  const int64_t k = gemm_->k();
+  for (int64_t m = begin; m < end; ++m) {
+    for (int64_t i = 0; i < k; ++i) qa[m * k + i] = static_cast<uint8_t>(static_cast<uint8_t>(a[m * k + i]) ^ 0x80u);
+    sa[m] = sa_;
+    za[m] = za_;
+  }
+}
+
 void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual,
-                                 int64_t begin, int64_t end, float* y) const {
+                                 int64_t begin, int64_t end, void* y) const {
   const cpu::QuantTable& q = cpu::quant_ops();
   const int64_t n = gemm_->n();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
+  // A quantized Y: each float row is formed in a buffer that stays in cache, then quantized.
+  std::vector<float> buffer(quantized_y_ ? static_cast<size_t>(n) : 0);
   for (int64_t m = begin; m < end; ++m) {
-    float* row = y + m * n;
+    float* row = quantized_y_ ? buffer.data() : static_cast<float*>(y) + m * n;
     q.scale_row(sums + m * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
     if (activation_ != Activation::None) cpu::gelu(row, row, n, activation_ == Activation::GeluTanh);
     if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
     if (residual) cpu::add_bias(row, residual + m * n, row, n);
+    if (quantized_y_)
+      q.quantize(row, n, y_scale_, y_zero_, int8_y_ ? -128 : 0, int8_y_ ? 127 : 255, static_cast<uint8_t*>(y) + m * n);
   }
 }
 
@@ -157,23 +192,39 @@ std::shared_ptr<const Int8Gemm::Entry> QMatMulState::fused_primitive(int64_t m, 
     if (activation_ == Activation::GeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0, 0);
     if (!out_scale_.empty()) ops.append_binary(dnnl::algorithm::binary_mul, f32_desc({1, gemm_->n()}));
     if (residual_) ops.append_binary(dnnl::algorithm::binary_add, f32_desc({m, gemm_->n()}));
+    // A quantized Y, as QuantizeLinear computes it: y / y_scale (a float32 division, not
+    // a multiply by the reciprocal), rounded half to even, + y_zero_point (exact on
+    // integers), saturated by the conversion to the 8-bit dst. The same numbers as the
+    // float output quantized by the reader.
+    if (quantized_y_) {
+      ops.append_binary(dnnl::algorithm::binary_div, f32_desc({1, 1}));
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+      if (y_zero_ != 0) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f, static_cast<float>(y_zero_));
+    }
     attr.set_post_ops(ops);
-    return gemm_->create(m, dnnl::memory::data_type::f32, attr, /*with_bias=*/true);
+    return gemm_->create(m, y_type(), attr, /*with_bias=*/true);
   });
   return entry->usable ? entry : nullptr;
 }
 
+dnnl::memory::data_type QMatMulState::y_type() const {
+  using dt = dnnl::memory::data_type;
+  return !quantized_y_ ? dt::f32 : int8_y_ ? dt::s8 : dt::u8;
+}
+
 void QMatMulState::run_fused(const KernelContext& ctx, const Int8Gemm::Entry& entry, const uint8_t* qa, int64_t m,
-                             const float* residual, float* y) const {
+                             const float* residual, void* y) const {
   const int64_t n = gemm_->n();
   std::unordered_map<int, dnnl::memory> args;
-  args[DNNL_ARG_DST] = wrap(f32_desc({m, n}), y);
+  args[DNNL_ARG_DST] = wrap(dnnl::memory::desc({m, n}, y_type(), dnnl::memory::format_tag::ab), y);
   args[DNNL_ARG_BIAS] = wrap(f32_desc({1, n}), bias_acc_.data());
-  // Post-op positions: the activation (if any), output_scale (if any), the residual.
+  // Post-op positions: the activation (if any), output_scale (if any), the residual (if
+  // any), then y_scale (a quantized Y).
   int position = activation_ != Activation::None ? 1 : 0;
   if (!out_scale_.empty())
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position++) | DNNL_ARG_SRC_1] = wrap(f32_desc({1, n}), out_scale_.data());
-  if (residual_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
+  if (residual_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position++) | DNNL_ARG_SRC_1] = wrap(f32_desc({m, n}), residual);
+  if (quantized_y_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(position) | DNNL_ARG_SRC_1] = wrap(f32_desc({1, 1}), &y_scale_);
   gemm_->execute(ctx, entry, qa, m, nullptr, args);
 }
 

@@ -22,6 +22,8 @@ namespace octet::cpu {
 
 // Registers QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (cpu_quantize.cpp).
 void register_cpu_quantize(KernelRegistry& r);
+// Registers octet.LayerNormQuantize (cpu_norm_quantize.cpp).
+void register_cpu_norm_quantize(KernelRegistry& r);
 
 // Runs that an int8 kernel (these, octet.QMatMul, MatMulInteger, QLinearMatMul) handed to
 // the reference kernel at run time, process-wide: tests check that a path ran optimized.

@@ -18,6 +18,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   dnnl_cpu::register_conv_integer(r); // ConvInteger (im2col + oneDNN int8)
   cpu::register_matmul_nbits(r);     // com.microsoft.MatMulNBits, 4/8-bit weights (GEMV + panel sgemm)
   cpu::register_cpu_quantize(r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+  cpu::register_cpu_norm_quantize(r); // octet.LayerNormQuantize (LayerNorm rows quantized in cache)
   register_cpu_attention(r);          // octet.Attention, octet.QAttention
   register_cpu_grouped_attention(r);  // octet.GroupedAttention, octet.CachedAttention
   cpu::register_cpu_data_movement(r); // Transpose, Slice, Concat, Split, Gather (any byte-sized dtype)

@@ -1,4 +1,5 @@
-// Reference kernel for octet.QMatMul (docs/quantization.md §2, src/ops/octet_quant_ops.cpp).
+// Reference kernels for octet.QMatMul and octet.LayerNormQuantize (docs/quantization.md §2,
+// src/ops/octet_quant_ops.cpp).
 //
 // Written straight from the definition, as the oracle the int8 kernels are tested against:
 // 0. With a_channel_scale c, A is first multiplied by c along its last axis (float32
@@ -7,12 +8,13 @@
 //    round half to even, + zero point, saturate; NaN gives the zero point), with the
 //    node's a_scale/a_zero_point, or per row (dynamic: DynamicQuantizeLinear's rule on
 //    each row for "uint8", symmetric max|x| / 127 for "int8"; NaN is skipped when the
-//    range is taken).
+//    range is taken). A uint8/int8 A is qa itself.
 // 2. acc = sum_k (qa - za) * (B - zb), exact in 64 bits.
 // 3. Y = sa * sb * acc + bias in double, rounded once to float32.
 // 4. The activation and the residual run through the ai.onnx Gelu and Add reference
 //    kernels, as in octet.MatMulBias; between them, output_scale multiplies each column
 //    (float32 products, exactly as a separate Mul would compute them).
+// 5. With y_scale, the QuantizeLinear reference on the result.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -85,7 +87,12 @@ void qmatmul_kernel(KernelContext& ctx) {
     ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
   const std::string dyn = node.attr_string("dynamic_type", "uint8");
   if (dyn != "uint8" && dyn != "int8") ctx.fail("dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
-  if (a.dtype() != DType::Float32 || a.rank() < 1) ctx.fail("A must be float32 of rank >= 1, got ", a.describe());
+  const bool quantized_a = a.dtype() == DType::UInt8 || a.dtype() == DType::Int8;
+  if ((a.dtype() != DType::Float32 && !quantized_a) || a.rank() < 1)
+    ctx.fail("A must be float32, uint8 or int8 of rank >= 1, got ", a.describe());
+  if (quantized_a && (!a_scale || channel_scale || (a_zp ? a_zp->dtype() : DType::UInt8) != a.dtype()))
+    ctx.fail("a quantized A ", a.describe(), " needs a_scale, an a_zero_point of its type (absent: uint8) and no "
+             "a_channel_scale");
   if (b.dtype() != DType::Int8 || b.rank() != 2) ctx.fail("B must be int8 [K, N], got ", b.describe());
   const int64_t K = a.shape().back(), N = b.shape()[1];
   if (b.shape()[0] != K) ctx.fail("A ", a.describe(), " has K = ", K, " but B is ", b.describe());
@@ -95,7 +102,7 @@ void qmatmul_kernel(KernelContext& ctx) {
   // Activation parameters: sa[m], za[m] and the quantized rows.
   std::vector<float> sa(static_cast<size_t>(rows));
   std::vector<int32_t> za(static_cast<size_t>(rows)), qa(static_cast<size_t>(rows * K));
-  const float* pa = a.data<float>();
+  const float* pa = quantized_a ? nullptr : a.data<float>();
   std::vector<float> scaled_a;
   if (channel_scale) {
     if (channel_scale->dtype() != DType::Float32 || channel_scale->rank() != 1 || channel_scale->numel() != K)
@@ -119,7 +126,7 @@ void qmatmul_kernel(KernelContext& ctx) {
     const float s = a_scale->data<float>()[0];
     std::fill(sa.begin(), sa.end(), s);
     std::fill(za.begin(), za.end(), z);
-    for (int64_t i = 0; i < rows * K; ++i) qa[i] = quantize_one(pa[i], s, z, r);
+    for (int64_t i = 0; i < rows * K; ++i) qa[i] = quantized_a ? int8_at(a, i) : quantize_one(pa[i], s, z, r);
   } else {
     if (a_zp) ctx.fail("a_zero_point is given without a_scale");
     const bool int8 = dyn == "int8";
@@ -179,11 +186,51 @@ void qmatmul_kernel(KernelContext& ctx) {
                residual->describe());
     y = ref::run_onnx_kernel("Add", node, {&y, residual});
   }
+  if (const Tensor* y_scale = ctx.optional_input(10)) {
+    const Tensor* y_zp = ctx.optional_input(11);
+    if (y_scale->dtype() != DType::Float32 || y_scale->numel() != 1 || y_scale->rank() > 1)
+      ctx.fail("y_scale must be a float32 scalar, got ", y_scale->describe());
+    if (y_zp && ((y_zp->dtype() != DType::UInt8 && y_zp->dtype() != DType::Int8) || y_zp->numel() != 1 ||
+                 y_zp->rank() > 1))
+      ctx.fail("y_zero_point must be a uint8 or int8 scalar, got ", y_zp->describe());
+    y = ref::run_onnx_kernel("QuantizeLinear", node, {&y, y_scale, y_zp});
+  } else if (ctx.optional_input(11)) {
+    ctx.fail("y_zero_point is given without y_scale");
+  }
   ctx.set_output(0, std::move(y));
+}
+
+// octet.LayerNormQuantize: the ai.onnx LayerNormalization reference (last axis) with the
+// quantized branch's parameters, then the QuantizeLinear reference; Y from the
+// LayerNormalization reference with scale and bias.
+void layer_norm_quantize_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::Float32 || x.rank() < 1) ctx.fail("X must be float32 of rank >= 1, got ", x.describe());
+  const Tensor* q_scale = ctx.optional_input(5);
+  if (ctx.optional_input(6) && !q_scale) ctx.fail("q_bias is given without q_scale");
+  const Tensor* g = q_scale ? q_scale : &ctx.input(1);
+  const Tensor* b = q_scale ? ctx.optional_input(6) : ctx.optional_input(2);
+  for (const Tensor* p : {&ctx.input(1), ctx.optional_input(2), q_scale, ctx.optional_input(6)})
+    if (p && (p->dtype() != DType::Float32 || p->rank() != 1 || p->numel() != x.shape().back()))
+      ctx.fail("scale, bias, q_scale and q_bias must be float32 [", x.shape().back(), "], got ", p->describe());
+  const Tensor* zp = ctx.optional_input(4);
+  if (ctx.input(3).dtype() != DType::Float32 || ctx.input(3).numel() != 1 || ctx.input(3).rank() > 1)
+    ctx.fail("y_scale must be a float32 scalar, got ", ctx.input(3).describe());
+  if (zp && ((zp->dtype() != DType::UInt8 && zp->dtype() != DType::Int8) || zp->numel() != 1 || zp->rank() > 1))
+    ctx.fail("y_zero_point must be a uint8 or int8 scalar, got ", zp->describe());
+  const Tensor normalized = ref::run_onnx_kernel("LayerNormalization", ctx.node(), {&x, g, b});
+  ctx.set_output(0, ref::run_onnx_kernel("QuantizeLinear", ctx.node(),
+                                         {&normalized, &ctx.input(3), zp}));
+  if (ctx.output_wanted(1))
+    ctx.set_output(1, ref::run_onnx_kernel("LayerNormalization", ctx.node(),
+                                           {&x, &ctx.input(1), ctx.optional_input(2)}));
 }
 
 }  // namespace
 
-void register_ref_octet_quant(KernelRegistry& r) { r.add("octet", "QMatMul", qmatmul_kernel); }
+void register_ref_octet_quant(KernelRegistry& r) {
+  r.add("octet", "QMatMul", qmatmul_kernel);
+  r.add("octet", "LayerNormQuantize", layer_norm_quantize_kernel);
+}
 
 }  // namespace octet

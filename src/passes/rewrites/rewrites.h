@@ -30,6 +30,8 @@ Pass fuse_attention_slices();  // (Q)Attention on Slices/Split of packed QKV cha
 Pass fuse_attention_qkv();     // Attention on three MatMulBias of one input    -> one packed projection
 Pass fuse_qattention_qkv();    // QAttention on three QMatMul of one input   -> one packed int8 projection
 Pass fold_matmul_output_scale(); // QMatMul/MatMulBias -> Mul(per-column constant) -> the factor in the weights
+Pass fuse_layer_norm_quantize();  // LayerNorm [+ its smoothed twin] read by static QMatMuls -> octet.LayerNormQuantize
+Pass fuse_qmatmul_output_quantize();  // QMatMul read only by static QMatMuls -> writes their 8-bit A
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
 Pass transpose_to_reshape();  // Transpose moving only size-1 axes                  -> Reshape (a view)
 

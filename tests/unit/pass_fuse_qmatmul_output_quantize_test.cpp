@@ -1,0 +1,144 @@
+// octet.QMatMul read only by static QMatMuls -> it writes their 8-bit A (y_scale,
+// y_zero_point), the readers' a_channel_scale folded into its output_scale. The rewrite
+// changes no number: with the reference kernels and with the optimized ones (QuantizeLinear's
+// division and rounding in oneDNN's post-ops) the outputs are the same bits as the
+// original graph's, at every ISA level (oneDNN's is chosen per process: child runs).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "isa_child_runs.h"
+#include "kernels/cpu/quant_ops.h"
+#include "pass_test_util.h"
+#include "qmatmul_test_util.h"
+
+namespace octet {
+namespace {
+
+using testing::count_ops;
+using testing::PassGraph;
+using testing::run_graph_with;
+
+struct Options {
+  std::vector<int64_t> x_shape = {2, 9, 24};
+  bool channel_scale = true;     // the reader has an a_channel_scale (a SmoothQuant factor)
+  bool producer_scale = false;   // the producer has an output_scale (LayerScale)
+  bool dynamic_producer = false; // the producer quantizes its own A per row
+  DType act = DType::UInt8;      // the reader's a_zero_point type
+  int readers = 1;
+  // Cases that must stay:
+  bool float_reader = false;     // the producer's output is also a graph output
+  bool dynamic_reader = false;   // the reader quantizes per row
+};
+
+std::shared_ptr<Graph> make(const Options& o) {
+  PassGraph b;
+  b.g->opset_imports["octet"] = 1;
+  const int64_t k = o.x_shape.back(), h = 40, n = 16;
+  b.input("x", DType::Float32, DimVector(o.x_shape.begin(), o.x_shape.end()));
+  b.init("sa", Tensor::scalar<float>(4.0f / 255.0f));
+  b.init("za", Tensor::scalar<uint8_t>(128));
+  b.init("w1", testing::qmm::rand_int8({k, h}, 3));
+  b.init("sb1", Tensor::scalar<float>(1.0f / (127.0f * std::sqrt(float(k)))));
+  b.init("b1", testing::ramp(DType::Float32, {h}, 4, 0.5f));
+  b.init("os", testing::ramp(DType::Float32, {h}, 5, 1.5f));
+  b.init("sa2", Tensor::scalar<float>(2.2f / 255.0f));
+  if (o.act == DType::UInt8) b.init("za2", Tensor::scalar<uint8_t>(30));
+  else b.init("za2", Tensor::scalar<int8_t>(-98));
+  Tensor cs(DType::Float32, {h});
+  for (int64_t i = 0; i < h; ++i) cs.mutable_data<float>()[i] = 0.4f + 0.05f * static_cast<float>(i % 13);
+  b.init("cs", std::move(cs));
+  std::vector<std::string> p_ins = {"x", o.dynamic_producer ? "" : "sa", o.dynamic_producer ? "" : "za", "w1", "sb1",
+                                    "", "b1"};
+  if (o.producer_scale) p_ins.insert(p_ins.end(), {"", "", "os"});
+  b.node("QMatMul", p_ins, {"h"}, {Attribute::make_string("activation", "gelu")}, "octet");
+  for (int i = 0; i < o.readers; ++i) {
+    const std::string r = "r" + std::to_string(i);
+    b.init(r + "_w", testing::qmm::rand_int8({h, n}, 10 + i));
+    b.init(r + "_sb", Tensor::scalar<float>(1.0f / (127.0f * std::sqrt(float(h)))));
+    const bool dynamic = o.dynamic_reader && i == 0;
+    std::vector<std::string> ins = {"h", dynamic ? "" : "sa2", dynamic ? "" : "za2", r + "_w", r + "_sb"};
+    if (o.channel_scale) {
+      ins.resize(9);
+      ins[8] = "cs";
+    }
+    b.node("QMatMul", ins, {r}, {}, "octet");
+    b.output(r);
+  }
+  if (o.float_reader) b.output("h");
+  return b.done();
+}
+
+void expect_rewrite(const Options& o) {
+  auto original = make(o), fused = make(o);
+  EXPECT_EQ(run_pass(*fused, passes::fuse_qmatmul_output_quantize()).passes[0].rewrites, 1);
+  EXPECT_TRUE(verify_graph(*fused).empty());
+  for (const Node* n : fused->nodes()) {
+    ASSERT_EQ(n->op_type(), "QMatMul");
+    if (n->input(0)->name() == "x") {
+      EXPECT_EQ(n->output(0)->type.dtype, o.act);
+      EXPECT_EQ(n->inputs().size(), 12u);
+    } else {
+      EXPECT_TRUE(n->inputs().size() <= 8 || n->input(8) == nullptr) << "the reader kept its a_channel_scale";
+    }
+  }
+  const NamedTensors in = {{"x", testing::ramp(DType::Float32, o.x_shape, 1, 2.0f)}};
+  const NamedTensors want_ref = run_graph_with(original, in, KernelChoice::Reference),
+                     got_ref = run_graph_with(fused, in, KernelChoice::Reference);
+  for (size_t i = 0; i < want_ref.size(); ++i) {
+    ASSERT_EQ(want_ref[i].second.bytes(), got_ref[i].second.bytes());
+    EXPECT_EQ(std::memcmp(want_ref[i].second.raw(), got_ref[i].second.raw(), got_ref[i].second.bytes()), 0)
+        << "reference kernels: output " << want_ref[i].first;
+  }
+  for (int threads : {1, 2}) {
+    SessionOptions opts;
+    opts.threads = threads;
+    Session a(std::shared_ptr<const Graph>(original), opts), f(std::shared_ptr<const Graph>(fused), opts);
+    EXPECT_TRUE(f.reference_ops().empty());
+    const int64_t fallbacks = cpu::int8_reference_runs();
+    const NamedTensors want = a.run(in), got = f.run(in);
+    EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << "an int8 kernel ran the reference";
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(want[i].second.bytes(), got[i].second.bytes());
+      EXPECT_EQ(std::memcmp(want[i].second.raw(), got[i].second.raw(), got[i].second.bytes()), 0)
+          << "optimized kernels, threads " << threads << ": output " << want[i].first;
+    }
+  }
+}
+
+TEST(FuseQMatMulOutputQuantize, RewritesKeepTheNumbers) {
+  Options plain, no_channel, layer_scale, dynamic_p, int8, two, one_row;
+  no_channel.channel_scale = false;
+  layer_scale.channel_scale = false;
+  layer_scale.producer_scale = true;
+  dynamic_p.dynamic_producer = true;
+  int8.act = DType::Int8;
+  two.readers = 2;
+  one_row.x_shape = {1, 1, 24};
+  for (const Options& o : {plain, no_channel, layer_scale, dynamic_p, int8, two, one_row}) {
+    SCOPED_TRACE("x " + shape_to_string(o.x_shape) + " readers " + std::to_string(o.readers) +
+                 (o.channel_scale ? " channel" : "") + (o.producer_scale ? " producer-scale" : "") +
+                 (o.dynamic_producer ? " dynamic-producer" : "") + " " + dtype_name(o.act));
+    expect_rewrite(o);
+  }
+}
+
+TEST(FuseQMatMulOutputQuantize, RewritesKeepTheNumbersAtEveryIsa) {
+  testing::expect_child_runs_pass_at_every_isa("FuseQMatMulOutputQuantize.RewritesKeepTheNumbers",
+                                               "fuse_qmatmul_output_quantize");
+}
+
+TEST(FuseQMatMulOutputQuantize, CasesThatMustStay) {
+  Options float_reader, dynamic_reader, two_scales;
+  float_reader.float_reader = true;
+  dynamic_reader.dynamic_reader = true;
+  two_scales.producer_scale = true;  // and the reader's a_channel_scale: two factors
+  for (const Options& o : {float_reader, dynamic_reader, two_scales}) {
+    auto g = make(o);
+    EXPECT_EQ(run_pass(*g, passes::fuse_qmatmul_output_quantize()).passes[0].rewrites, 0);
+    for (const Node* n : g->nodes()) EXPECT_EQ(n->output(0)->type.dtype, DType::Float32);
+  }
+}
+
+}  // namespace
+}  // namespace octet

@@ -2,6 +2,7 @@
 
 #include "generate/in_place_kv_runner.h"
 #include "generate/portable_runner.h"
+#include "generate/seq2seq_in_place_runner.h"
 #include "onnx/model_io.h"
 #include "passes/pipeline.h"
 
@@ -17,17 +18,23 @@ std::shared_ptr<const Session> load_session(const std::string& path, const Runne
   return std::make_shared<const Session>(std::shared_ptr<Graph>(std::move(model.graph)), options.session);
 }
 
-std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options) {
-  // A decoder-only export whose attention with past fuses runs in place: the cache lives
-  // in the runner's buffers and a step writes only its new rows. A seq2seq decoder (its
-  // first step is another file, its cross-attention cache is read, never appended) and an
-  // unoptimized run take the portable runner, as does any model the fusion does not fit.
-  if (files.first.empty() && options.optimization_level >= 2) {
-    Model model = load_model(files.with_past);
-    if (auto runner = make_in_place_runner(std::shared_ptr<Graph>(std::move(model.graph)), options.session))
-      return runner;
-  }
+std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options,
+                                                   std::string* why) {
+  // A decoder whose attention with past fuses runs in place: the cache lives in the
+  // runner's buffers and a step writes only its new rows. A seq2seq decoder (a first-step
+  // file beside the with-past one) also holds the cross-attention keys/values the first
+  // step computed. An unoptimized run, a merged decoder (its attention inside an If) and
+  // any model the fusion does not fit take the portable runner; `why` says which.
+  std::string reason = "optimization level below 2: the attention is not fused";
   std::shared_ptr<const Session> first = files.first.empty() ? nullptr : load_session(files.first, options);
+  if (options.optimization_level >= 2) {
+    Model model = load_model(files.with_past);
+    auto graph = std::shared_ptr<Graph>(std::move(model.graph));
+    auto runner = first ? make_seq2seq_in_place_runner(std::move(graph), first, options.session, &reason)
+                        : make_in_place_runner(std::move(graph), options.session, &reason);
+    if (runner) return runner;
+  }
+  if (why) *why = reason;
   return std::make_unique<PortableRunner>(load_session(files.with_past, options), std::move(first));
 }
 

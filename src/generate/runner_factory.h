@@ -26,6 +26,10 @@ struct RunnerOptions {
 // solely owns the graph (so packed weights live once).
 std::shared_ptr<const Session> load_session(const std::string& path, const RunnerOptions& options);
 
-std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options);
+// The in-place runner (decoder-only: in_place_kv_runner.h; with a first-step file:
+// seq2seq_in_place_runner.h) where its rewrite applies, else the portable one; then `why`
+// (when not null) says what stopped the in-place one. Left as it is for an in-place runner.
+std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options,
+                                                   std::string* why = nullptr);
 
 }  // namespace octet::generate

@@ -4,6 +4,7 @@
 #include "generate/portable_runner.h"
 #include "generate/seq2seq_in_place_runner.h"
 #include "onnx/model_io.h"
+#include "onnx/subgraph.h"
 #include "passes/pipeline.h"
 
 namespace octet::generate {
@@ -18,6 +19,33 @@ std::shared_ptr<const Session> load_session(const std::string& path, const Runne
   return std::make_shared<const Session>(std::shared_ptr<Graph>(std::move(model.graph)), options.session);
 }
 
+namespace {
+
+// optimum's merged decoder: one If on the bool input use_cache_branch, whose then_branch is
+// the with-past decoder and else_branch the first-step one (no past). The If node, or null.
+const Node* merged_if(const Graph& g) {
+  if (g.node_count() != 1) return nullptr;
+  const Node* n = g.nodes().front();
+  if (!n->domain().empty() || n->op_type() != "If" || n->input(0)->name() != "use_cache_branch") return nullptr;
+  return n;
+}
+
+// A seq2seq first step reads the encoder's output; a decoder-only one does not.
+bool reads_encoder(const Graph& g) {
+  for (const Value* v : g.inputs())
+    if (v->name() == "encoder_hidden_states") return true;
+  return false;
+}
+
+// The in-place runner for `with_past` (+ `first`), or null with `why`.
+std::unique_ptr<DecoderRunner> in_place(std::shared_ptr<Graph> with_past, std::shared_ptr<const Session> first,
+                                        const RunnerOptions& options, std::string& why) {
+  if (first) return make_seq2seq_in_place_runner(std::move(with_past), std::move(first), options.session, &why);
+  return make_in_place_runner(std::move(with_past), options.session, &why);
+}
+
+}  // namespace
+
 std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options,
                                                    std::string* why) {
   // A decoder whose attention with past fuses runs in place: the cache lives in the
@@ -29,10 +57,23 @@ std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, co
   std::shared_ptr<const Session> first = files.first.empty() ? nullptr : load_session(files.first, options);
   if (options.optimization_level >= 2) {
     Model model = load_model(files.with_past);
-    auto graph = std::shared_ptr<Graph>(std::move(model.graph));
-    auto runner = first ? make_seq2seq_in_place_runner(std::move(graph), first, options.session, &reason)
-                        : make_in_place_runner(std::move(graph), options.session, &reason);
-    if (runner) return runner;
+    if (const Node* merged = merged_if(*model.graph)) {
+      // Its branches run as the split files do: the attention inside an If is out of any
+      // rewrite's reach, while each branch alone is what the split export holds.
+      Model then_branch = load_subgraph(*merged, "then_branch");
+      Model else_branch = load_subgraph(*merged, "else_branch");
+      std::shared_ptr<const Session> no_past;
+      if (reads_encoder(*else_branch.graph)) {
+        optimize(*else_branch.graph, OptimizeOptions{});
+        no_past = std::make_shared<const Session>(std::shared_ptr<Graph>(std::move(else_branch.graph)),
+                                                  options.session);
+      }
+      if (auto runner = in_place(std::shared_ptr<Graph>(std::move(then_branch.graph)), no_past, options, reason))
+        return runner;
+      reason = "merged decoder: " + reason;
+    } else if (auto runner = in_place(std::shared_ptr<Graph>(std::move(model.graph)), first, options, reason)) {
+      return runner;
+    }
   }
   if (why) *why = reason;
   return std::make_unique<PortableRunner>(load_session(files.with_past, options), std::move(first));

@@ -221,6 +221,30 @@ TEST_P(Seq2SeqInPlace, ReorderRowsMovesTheCrossAttentionRows) {
   }
 }
 
+// optimum's merged decoder (an If on use_cache_branch) runs in place too, its branches
+// taken as the split files; the tokens are the split files' and torch's.
+TEST_P(Seq2SeqInPlace, MergedDecoderRunsInPlace) {
+  const std::string name = GetParam();
+  auto ref = reference(name);
+  auto encoder = load_session(folder(name) + "encoder_model.onnx", options());
+  std::string why;
+  auto merged = make_decoder_runner({folder(name) + "decoder_model_merged.onnx", ""}, options(), &why);
+  ASSERT_FALSE(seq2seq_cache_memory(*merged).empty()) << why;
+  const std::vector<int64_t> greedy = ints(ref.at("greedy_tokens"));
+  Seq2SeqConfig c;
+  c.decoder_start_ids = {greedy[0]};
+  c.generation.max_new_tokens = static_cast<int64_t>(greedy.size()) - 1;
+  EXPECT_EQ(generate_seq2seq(*encoder, *merged, encoder_inputs(name, ref), c).tokens,
+            std::vector<int64_t>(greedy.begin() + 1, greedy.end()));
+  if (!ref.count("beam_tokens")) return;
+  const std::vector<int64_t> beam = ints(ref.at("beam_tokens"));
+  c.num_beams = 3;
+  c.generation.max_new_tokens = 12;
+  c.generation.stop_token_ids = {name == "t5" ? 1 : 0};
+  EXPECT_EQ(generate_seq2seq(*encoder, *merged, encoder_inputs(name, ref), c).tokens,
+            std::vector<int64_t>(beam.begin() + 1, beam.end()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Seq2SeqInPlace, ::testing::Values("marian", "whisper", "t5"));
 
 TEST(Seq2SeqInPlaceRefusal, NeedsTheFirstStepModel) {

@@ -1,9 +1,12 @@
 #include "generate/runner_factory.h"
 
+#include <cstdlib>
+
 #include "generate/in_place_kv_runner.h"
 #include "generate/portable_runner.h"
 #include "generate/seq2seq_in_place_runner.h"
 #include "onnx/model_io.h"
+#include "octet/error.h"
 #include "onnx/subgraph.h"
 #include "passes/pipeline.h"
 
@@ -37,6 +40,15 @@ bool reads_encoder(const Graph& g) {
   return false;
 }
 
+// OCTET_KV_CACHE: "" (unset) or "auto", "portable", "in-place".
+std::string cache_choice() {
+  const char* env = std::getenv("OCTET_KV_CACHE");
+  const std::string c = env ? env : "";
+  if (!c.empty() && c != "auto" && c != "portable" && c != "in-place")
+    fail("OCTET_KV_CACHE is '", c, "'; it must be auto, portable or in-place");
+  return c;
+}
+
 // The in-place runner for `with_past` (+ `first`), or null with `why`.
 std::unique_ptr<DecoderRunner> in_place(std::shared_ptr<Graph> with_past, std::shared_ptr<const Session> first,
                                         const RunnerOptions& options, std::string& why) {
@@ -51,11 +63,13 @@ std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, co
   // A decoder whose attention with past fuses runs in place: the cache lives in the
   // runner's buffers and a step writes only its new rows. A seq2seq decoder (a first-step
   // file beside the with-past one) also holds the cross-attention keys/values the first
-  // step computed. An unoptimized run, a merged decoder (its attention inside an If) and
-  // any model the fusion does not fit take the portable runner; `why` says which.
+  // step computed; optimum's merged decoder runs as its two branches. An unoptimized run
+  // and any model the rewrite does not fit take the portable runner; `why` says which.
   std::string reason = "optimization level below 2: the attention is not fused";
+  const std::string choice = cache_choice();
+  if (choice == "portable") reason = "OCTET_KV_CACHE=portable";
   std::shared_ptr<const Session> first = files.first.empty() ? nullptr : load_session(files.first, options);
-  if (options.optimization_level >= 2) {
+  if (options.optimization_level >= 2 && choice != "portable") {
     Model model = load_model(files.with_past);
     if (const Node* merged = merged_if(*model.graph)) {
       // Its branches run as the split files do: the attention inside an If is out of any
@@ -75,6 +89,7 @@ std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, co
       return runner;
     }
   }
+  if (choice == "in-place") fail("OCTET_KV_CACHE=in-place, but the decoder cannot run in place: ", reason);
   if (why) *why = reason;
   return std::make_unique<PortableRunner>(load_session(files.with_past, options), std::move(first));
 }

@@ -32,6 +32,9 @@ std::shared_ptr<const Session> load_session(const std::string& path, const Runne
 // optimum's merged decoder (one If on use_cache_branch) runs in place as its two branches:
 // then_branch the with-past decoder, else_branch the first step (seq2seq only: a
 // decoder-only with-past branch runs its first step on an empty cache).
+// The environment variable OCTET_KV_CACHE picks for A/B runs and tests: portable (always
+// the portable runner), in-place (the in-place one or an error saying why not), auto (the
+// default, as above).
 std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options,
                                                    std::string* why = nullptr);
 

@@ -105,8 +105,8 @@ std::vector<CacheSlot> rewrite_in_place(Graph& g, const RewriteOptions& options,
       slots.push_back(std::move(slot));
     }
     inputs.push_back(past_length);
-    inputs.push_back(att->input(3));
-    inputs.push_back(att->input(4));
+    // mask, keep and the static int8 fake quantization, as they are
+    for (size_t i = 3; i < att->inputs().size(); ++i) inputs.push_back(att->input(i));
     while (!inputs.back()) inputs.pop_back();
     Node* cached = patch.add_node("CachedAttention", inputs, 1, att->attributes(), "octet", att->name() + "_cached");
     patch.replace_uses(att->output(0), cached->output(0));

@@ -72,6 +72,40 @@ OCTET_INLINE void row_body(const GroupedAttentionCall& c, const cpu::VecTable& v
   for (int64_t d = 0; d < dv; ++d) y[d] *= inv;
 }
 
+// Static int8 attention (the op's fake quantization inputs): the row above with Q, K, V
+// and the probabilities rounded as the graph's Q/DQ pairs round them. `qf` holds Dk floats
+// of scratch. Plain loops: the rounding (a division, a round, a clamp) per element of K and
+// V is what this row costs, at the size of the dot products themselves.
+void row_quantized(const GroupedAttentionCall& c, const cpu::VecTable& vec, int64_t b, int64_t h, int64_t i, float* s,
+                   float* qf, float* y) {
+  const int64_t g = c.group_of(h), T = c.kv_len, dk = c.head_k, dv = c.head_v;
+  const float* q = c.q + ((b * c.heads + h) * c.q_len + i) * dk;
+  const float* k = c.k + b * c.k_b + g * c.k_g;
+  const float* v = c.v + b * c.v_b + g * c.v_g;
+  for (int64_t d = 0; d < dk; ++d) qf[d] = c.fq_q(q[d]);
+  for (int64_t j = 0; j < T; ++j) {
+    const float* kj = k + j * dk;
+    float acc = 0;
+    for (int64_t d = 0; d < dk; ++d) acc += qf[d] * c.fq_k(kj[d]);
+    s[j] = acc * c.scale;
+    if (c.keep && !c.keep[b * c.k_str[0] + h * c.k_str[1] + i * c.k_str[2] + j * c.k_str[3]]) s[j] = c.fill;
+    if (c.mask) s[j] += c.mask[b * c.m_str[0] + h * c.m_str[1] + i * c.m_str[2] + j * c.m_str[3]];
+  }
+  const float mx = vec.max(s, T);
+  const float sum = vec.exp_sum(s, 1.0f, mx, s, T);
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < T; ++j) s[j] = c.fq_p(c.row_probabilities ? s[j] : s[j] * inv);
+  std::fill_n(y, dv, 0.0f);
+  for (int64_t j = 0; j < T; ++j) {
+    const float p = s[j];
+    if (p == 0) continue;  // a probability rounded to zero adds nothing
+    const float* vj = v + j * dv;
+    for (int64_t d = 0; d < dv; ++d) y[d] += p * c.fq_v(vj[d]);
+  }
+  if (c.row_probabilities)
+    for (int64_t d = 0; d < dv; ++d) y[d] *= inv;
+}
+
 using RowFn = void (*)(const GroupedAttentionCall&, const cpu::VecTable&, int64_t, int64_t, int64_t, float*, float*);
 
 void row_generic(const GroupedAttentionCall& c, const cpu::VecTable& vec, int64_t b, int64_t h, int64_t i, float* s,
@@ -104,11 +138,13 @@ void grouped_attention_f32(KernelContext& ctx) {
   const cpu::VecTable& vec = cpu::vec_ops();
   const int64_t work = rows * c.kv_len * (c.head_k + c.head_v);
   cpu::parallel_ranges(ctx, rows, work / 8, [&](int64_t r0, int64_t r1) {
-    std::vector<float> s(static_cast<size_t>(std::max<int64_t>(c.kv_len, 1)));
+    std::vector<float> s(static_cast<size_t>(std::max<int64_t>(c.kv_len, 1) + c.head_k));
     for (int64_t r = r0; r < r1; ++r) {
       // r runs over (b, h, i) in Q's order; Y is [B, S, H*Dv].
       const int64_t i = r % c.q_len, h = (r / c.q_len) % c.heads, b = r / (c.q_len * c.heads);
-      row(c, vec, b, h, i, s.data(), y + (b * c.q_len + i) * c.heads * c.head_v + h * c.head_v);
+      float* yr = y + (b * c.q_len + i) * c.heads * c.head_v + h * c.head_v;
+      if (c.quantized) row_quantized(c, vec, b, h, i, s.data(), s.data() + std::max<int64_t>(c.kv_len, 1), yr);
+      else row(c, vec, b, h, i, s.data(), yr);
     }
   });
 }

@@ -17,7 +17,7 @@ relative position bias), each of encoder_model, decoder_model and decoder_with_p
     quantized file (cosine >= 0.9999); Marian's and Whisper's decoder attention over 4-D
     caches becomes octet.GroupedAttention carrying the four fake quantizations as inputs
     (what the in-place runner turns into CachedAttention), matching onnxruntime on the same
-    Q/DQ file; T5's int8 4-D layout stays unfused."""
+    Q/DQ file; so does T5's (fuse_grouped_attention, per-row softmax)."""
 import collections
 import os
 import tempfile
@@ -110,7 +110,7 @@ def check_quantized(model, file, mode):
     if mode == "dynamic":
         assert counts["octet." + FUSED_OP[file]] == softmaxes, f"dynamic: {dict(counts)}"
     else:
-        if model != "t5" and file == "decoder_with_past_model":
+        if file == "decoder_with_past_model":
             check_static_decoder(model, q, counts, softmaxes)
             return
         fused = counts["octet.Attention"] + counts["octet.GroupedAttention"]

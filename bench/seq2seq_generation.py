@@ -200,6 +200,7 @@ def main():
                    help="the CLI, or several as LABEL=PATH to compare builds in one interleaved run (engine "
                         "'octet LABEL'; the first one quantizes)")
     p.add_argument("--variants", nargs="*", default=None, help="only these variants (default: all)")
+    p.add_argument("--engines", nargs="*", default=None, help="only these engines: octet, ort, openvino (default: all)")
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--runs", type=int, default=2, help="timed generations per process (after one warm-up)")
@@ -247,7 +248,8 @@ def main():
             for variant, f in sets.items():
                 if a.variants and variant not in a.variants:
                     continue
-                engines = [x for e in ENGINES[variant] for x in ([o[0] for o in a.octets] if e == "octet" else [e])]
+                engines = [x for e in ENGINES[variant] if not a.engines or e in a.engines
+                           for x in ([o[0] for o in a.octets] if e == "octet" else [e])]
                 for engine in engines:
                     got = run_engine(a, engine, f, inputs_npz, features)
                     print(f"round {r} {name} {variant} {engine}: "

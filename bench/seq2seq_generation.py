@@ -114,8 +114,8 @@ def worker(a):
 # ---- the driver ----
 
 def run_engine(a, engine, folder, inputs_npz, features_npy):
-    if engine == "octet":
-        cmd = [a.octet, "generate", folder, "--json", "--threads", str(a.threads), "--max-new-tokens",
+    if engine.startswith("octet"):
+        cmd = [dict(a.octets)[engine], "generate", folder, "--json", "--threads", str(a.threads), "--max-new-tokens",
                str(a.new_tokens), "--ignore-eos", "--repeat", str(a.runs + 1)]
         if features_npy:
             cmd += ["--encoder-input", f"input_features={features_npy}"]
@@ -129,7 +129,7 @@ def run_engine(a, engine, folder, inputs_npz, features_npy):
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["(no message)"])[-1][-300:]}
     r = json.loads(proc.stdout)
-    if engine == "octet":  # best of the timed runs (the first of --repeat is the warm-up)
+    if engine.startswith("octet"):  # best of the timed runs (the first of --repeat is the warm-up)
         timed = r["runs"][1:]
         r["time_to_first_token_ms"] = min(x["time_to_first_token_ms"] for x in timed)
         r["decode_tokens_per_second"] = max(x["decode_tokens_per_second"] for x in timed)
@@ -196,7 +196,11 @@ ENGINES = {"fp32": ("octet", "ort", "openvino"), "octet static": ("octet", "ort"
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="*", default=["marian", "whisper", "t5"])
-    p.add_argument("--octet", default=os.path.join(ROOT, "build", "release", "octet"))
+    p.add_argument("--octet", nargs="+", default=[os.path.join(ROOT, "build", "release", "octet")],
+                   help="the CLI, or several as LABEL=PATH to compare builds in one interleaved run (engine "
+                        "'octet LABEL'; the first one quantizes)")
+    p.add_argument("--variants", nargs="*", default=None, help="only these variants (default: all)")
+    p.add_argument("--engines", nargs="*", default=None, help="only these engines: octet, ort, openvino (default: all)")
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--runs", type=int, default=2, help="timed generations per process (after one warm-up)")
@@ -209,6 +213,12 @@ def main():
     a = p.parse_args()
     if a.worker:
         return worker(a)
+    if len(a.octet) == 1 and "=" not in a.octet[0]:
+        a.octets = [("octet", a.octet[0])]
+    else:
+        a.octets = [(("octet " + x.split("=", 1)[0]), x.split("=", 1)[1]) if "=" in x else ("octet " + x, x)
+                    for x in a.octet]
+    a.octet = a.octets[0][1]
     import common
     import exports
 
@@ -236,7 +246,11 @@ def main():
                                            "load_before": load()}
         for r in range(a.rounds):
             for variant, f in sets.items():
-                for engine in ENGINES[variant]:
+                if a.variants and variant not in a.variants:
+                    continue
+                engines = [x for e in ENGINES[variant] if not a.engines or e in a.engines
+                           for x in ([o[0] for o in a.octets] if e == "octet" else [e])]
+                for engine in engines:
                     got = run_engine(a, engine, f, inputs_npz, features)
                     print(f"round {r} {name} {variant} {engine}: "
                           f"{ {k: v for k, v in got.items() if k != 'ids'} }", file=sys.stderr, flush=True)

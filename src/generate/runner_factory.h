@@ -26,6 +26,16 @@ struct RunnerOptions {
 // solely owns the graph (so packed weights live once).
 std::shared_ptr<const Session> load_session(const std::string& path, const RunnerOptions& options);
 
-std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options);
+// The in-place runner (decoder-only: in_place_kv_runner.h; with a first-step file:
+// seq2seq_in_place_runner.h) where its rewrite applies, else the portable one; then `why`
+// (when not null) says what stopped the in-place one. Left as it is for an in-place runner.
+// optimum's seq2seq merged decoder (one If on use_cache_branch) runs in place as its two
+// branches: then_branch the with-past decoder, else_branch the first step. A decoder-only
+// merged file stays portable.
+// The environment variable OCTET_KV_CACHE picks for A/B runs and tests: portable (always
+// the portable runner), in-place (the in-place one or an error saying why not), auto (the
+// default, as above).
+std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, const RunnerOptions& options,
+                                                   std::string* why = nullptr);
 
 }  // namespace octet::generate

@@ -31,6 +31,18 @@
 // (a side effect on its inputs: the cache is never copied) and then computes what
 // GroupedAttention computes on K = K_cache[:, :, :past_length + S]. past_length is an int64
 // scalar or [1]. Both ops are float32 only.
+//
+// Static int8 attention (octet quantize's default --attention int8 on a decoder, whose
+// caches no int8 op reads) keeps its rounding: eight more optional inputs after keep,
+//   q_scale, q_zero_point, k_scale, k_zero_point, v_scale, v_zero_point, p_scale, p_zero_point
+// (per-tensor: float32 scalar scales, int8/uint8 scalar zero points; a zero point may be
+// omitted: uint8 0), fake-quantize Q, K, V and the probabilities as QuantizeLinear +
+// DequantizeLinear would: fq(x) = (saturate(round_half_even(x / scale) + zp) - zp) * scale.
+// Then s_j = scale * (fq(q_i) . fq(k_j)), the keep fill and mask as above, and with the
+// attribute row_probabilities = 0 (a Softmax then Q/DQ): p = fq_p(softmax(s)),
+// y_i = sum_j p_j fq(v_j); with row_probabilities = 1 (the quantizer's per-row form):
+// e_j = exp(s_j - max s), y_i = (sum_j fq_p(e_j) fq(v_j)) / sum_j e_j. Written by
+// fuse_qbmm_attention for the decoder's attention over a cache.
 #include <optional>
 
 #include "ops/math_helpers.h"
@@ -63,6 +75,17 @@ void require_equal(InferContext& ctx, const std::optional<DimVector>& a, size_t 
 
 // The optional mask (float32) and keep (bool) inputs at `first`, `first + 1`: rank <= 4.
 void check_masks(InferContext& ctx, size_t first) {
+  // The fake quantization inputs after mask and keep: scales float32, zero points 8-bit.
+  for (size_t i = first + 2; i < first + 10 && i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const bool zero_point = (i - first) % 2 == 1;
+    const DType t = ctx.input_dtype(i);
+    if (zero_point ? (t != DType::Int8 && t != DType::UInt8) : t != DType::Float32)
+      ctx.fail(describe_input(ctx, i), zero_point ? " must be int8 or uint8 (a zero point)" : " must be float32 (a scale)");
+  }
+  auto has = [&](size_t i) { return i < ctx.num_inputs() && ctx.has_input(i); };
+  if (ctx.num_inputs() > first + 2 && !(has(first + 2) && has(first + 4) && has(first + 6) && has(first + 8)))
+    ctx.fail("fake quantization needs all four scales (Q, K, V, probabilities)");
   if (ctx.has_input(first)) {
     require_f32(ctx, first);
     if (ctx.input_dims(first) && ctx.input_dims(first)->size() > 4)
@@ -99,14 +122,16 @@ void infer_common(InferContext& ctx, size_t k, size_t v, size_t masks) {
 }
 
 void infer_grouped_attention(InferContext& ctx) {
-  if (ctx.num_inputs() < 3 || ctx.num_inputs() > 5) ctx.fail("takes Q, K, V and optional mask and keep inputs");
+  if (ctx.num_inputs() < 3 || ctx.num_inputs() > 13)
+    ctx.fail("takes Q, K, V, optional mask and keep inputs and optional fake quantization (8 inputs)");
   require_equal(ctx, ctx.input_dims(1), 2, ctx.input_dims(2), 2, "K and V lengths differ");
   infer_common(ctx, 1, 2, 3);
 }
 
 void infer_cached_attention(InferContext& ctx) {
-  if (ctx.num_inputs() < 6 || ctx.num_inputs() > 8)
-    ctx.fail("takes Q, K_new, V_new, K_cache, V_cache, past_length and optional mask and keep inputs");
+  if (ctx.num_inputs() < 6 || ctx.num_inputs() > 16)
+    ctx.fail("takes Q, K_new, V_new, K_cache, V_cache, past_length, optional mask and keep inputs and optional "
+             "fake quantization (8 inputs)");
   infer_common(ctx, 3, 4, 6);
   for (size_t i : {size_t{1}, size_t{2}}) {
     require_f32(ctx, i);

@@ -14,8 +14,10 @@ relative position bias), each of encoder_model, decoder_model and decoder_with_p
     attention still fuses; after --mode static the products carry Q/DQ: no float attention
     op takes them; Marian's and Whisper's encoder self-attention becomes octet.QAttention
     (fuse_qbmm_attention), and the optimized file matches onnxruntime running the same
-    quantized file (cosine >= 0.9999); the decoders' int8 attention over 4-D caches stays
-    unfused (no int8 grouped op)."""
+    quantized file (cosine >= 0.9999); Marian's and Whisper's decoder attention over 4-D
+    caches becomes octet.GroupedAttention carrying the four fake quantizations as inputs
+    (what the in-place runner turns into CachedAttention), matching onnxruntime on the same
+    Q/DQ file; so does T5's (fuse_grouped_attention, per-row softmax)."""
 import collections
 import os
 import tempfile
@@ -109,10 +111,34 @@ def check_quantized(model, file, mode):
     if mode == "dynamic":
         assert counts["octet." + FUSED_OP[file]] == softmaxes, f"dynamic: {dict(counts)}"
     else:
+        if file == "decoder_with_past_model":
+            check_static_decoder(model, q, counts, softmaxes)
+            return
         fused = counts["octet.Attention"] + counts["octet.GroupedAttention"]
         assert fused == 0, f"static: float attention fused over int8 products: {dict(counts)}"
         if model != "t5" and file == "encoder_model":
             check_static_encoder(model, q, counts, softmaxes)
+
+
+def check_static_decoder(model, q, counts, softmaxes):
+    """The static decoder's int8 attention over its caches: octet.GroupedAttention with Q, K,
+    V and P's scales and zero points as inputs 5..12, computing what onnxruntime computes on
+    the same Q/DQ file."""
+    assert counts["octet.GroupedAttention"] == softmaxes, f"static decoder: {softmaxes} blocks, {dict(counts)}"
+    path = optimize(q, f"{model}_static_decoder_opt2")
+    for n in onnx.load(path).graph.node:
+        if n.op_type == "GroupedAttention":
+            assert len(n.input) == 13 and all(n.input[i] for i in (5, 7, 9, 11)), f"{n.name}: inputs {list(n.input)}"
+    feeds = FEEDS[model]["decoder_with_past_model"]
+    sess = sf.session(q)
+    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    got = octet_run(path, feeds, f"{model}_static_decoder")
+    for k, v in want.items():
+        a, b = got[k].ravel().astype(np.float64), v.ravel().astype(np.float64)
+        cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
+        assert cos >= 0.9999, f"{k}: octet (fake-quantized GroupedAttention) vs onnxruntime, cosine {cos:.6f}"
+    print(f"  {model} static decoder: {softmaxes} x int8 octet.GroupedAttention, logits cosine vs onnxruntime "
+          f"{cos:.6f}")
 
 
 def check_static_encoder(model, q, counts, softmaxes):

@@ -194,6 +194,119 @@ TEST(CachedAttention, EqualsGroupedAttentionOnTheConcatenatedCacheAndWritesTheNe
   }
 }
 
+// Static int8 attention: the eight fake quantization inputs (Q uint8 with a zero point,
+// K int8, V uint8, P uint8 at 1/255) and both probability forms.
+struct Quant {
+  bool rows;
+  std::vector<std::optional<Tensor>> inputs() const {
+    // coarse Q, K and V steps (0.1 on values in [-1, 1]) so the rounding shows in the output
+    return {Tensor::scalar<float>(0.1f),       Tensor::scalar<uint8_t>(uint8_t{128}), Tensor::scalar<float>(0.1f),
+            Tensor::scalar<int8_t>(int8_t{0}), Tensor::scalar<float>(0.1f),           Tensor::scalar<uint8_t>(uint8_t{120}),
+            Tensor::scalar<float>(1.0f / 255), Tensor::scalar<uint8_t>(uint8_t{0})};
+  }
+};
+
+float fq(float x, float scale, int zero, int lo, int hi) {
+  const float q = std::nearbyint(x / scale);
+  return (std::min(std::max(q + float(zero), float(lo)), float(hi)) - float(zero)) * scale;
+}
+
+CpuCall quantized(CpuCall call, const Quant& qz, size_t mask_at) {
+  while (call.inputs.size() < mask_at + 2) call.inputs.push_back(std::nullopt);
+  for (auto& t : qz.inputs()) call.inputs.push_back(t);
+  call.attrs.push_back(Attribute::make_int("row_probabilities", qz.rows ? 1 : 0));
+  return call;
+}
+
+// The definition with Q/DQ: Q, K, V rounded, scores, softmax, the probabilities rounded
+// (per-row form: exp(s - max) rounded and the row sum dividing after the product).
+Tensor literal_quantized(const Case& c, const Inputs& in, const Quant& qz) {
+  Inputs r = in;  // shares the buffers: each rounded tensor is a copy
+  auto round_all = [](Tensor& t, float scale, int zero, int lo, int hi) {
+    t = Tensor::from_vector<float>(t.shape(), t.to_float_vector());
+    for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = fq(t.data<float>()[i], scale, zero, lo, hi);
+  };
+  round_all(r.q, 0.1f, 128, 0, 255);
+  round_all(r.k, 0.1f, 0, -128, 127);
+  round_all(r.v, 0.1f, 120, 0, 255);
+  const int64_t t = c.past + c.q_len, n = c.heads / c.groups;
+  Tensor y(DType::Float32, {c.batch, c.q_len, c.heads * c.head_v});
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < c.q_len; ++i) {
+        std::vector<double> s(t);
+        for (int64_t j = 0; j < t; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.head_k; ++d)
+            dot += double(r.q.data<float>()[((b * c.heads + h) * c.q_len + i) * c.head_k + d]) *
+                   r.k.data<float>()[((b * c.groups + h / n) * t + j) * c.head_k + d];
+          s[j] = float(dot * (1.0f / std::sqrt(float(c.head_k))));
+        }
+        const double mx = *std::max_element(s.begin(), s.end());
+        double sum = 0;
+        for (double& x : s) sum += x = std::exp(x - mx);
+        for (double& x : s) x = fq(float(qz.rows ? x : x / sum), 1.0f / 255, 0, 0, 255);
+        for (int64_t d = 0; d < c.head_v; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < t; ++j) acc += s[j] * r.v.data<float>()[((b * c.groups + h / n) * t + j) * c.head_v + d];
+          y.mutable_data<float>()[(b * c.q_len + i) * c.heads * c.head_v + h * c.head_v + d] =
+              float(qz.rows ? acc / sum : acc);
+        }
+      }
+  return y;
+}
+
+// The optimized kernel against the reference. A probability on a rounding boundary may
+// round one step (1/255) apart between the float kernel (its exp approximation) and the
+// double reference, moving an output by up to 1/255 * max|fq(V)| (3) per such key: so
+// nearly every output agrees to float rounding and a few (at most 1%) by a step or two.
+void expect_optimized_matches(const CpuCall& call, const std::string& what) {
+  const Tensor want = testing::run_call(call, KernelChoice::Reference).at(0);
+  const Tensor got = testing::run_call(call, KernelChoice::Optimized).at(0);
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int64_t off = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float d = std::fabs(got.data<float>()[i] - want.data<float>()[i]);
+    off += d > 1e-4f + 1e-4f * std::fabs(want.data<float>()[i]);
+    ASSERT_LE(d, 2 * 3.0f / 255 + 1e-4f) << what << " element " << i;
+  }
+  EXPECT_LE(off, want.numel() / 100) << what << ": " << off << " of " << want.numel() << " outputs differ";
+}
+
+TEST(GroupedAttention, FakeQuantizedReferenceIsTheDefinitionAndOptimizedMatches) {
+  for (bool rows : {true, false})
+    for (Case c : cases()) {
+      c.mask_shape.clear();  // the definition above has no mask; masks are covered below
+      c.keep_shape.clear();
+      const Quant qz{rows};
+      const Inputs in = make_inputs(c);
+      const CpuCall call = quantized(grouped_call(c, in), qz, 3);
+      const std::string what = describe(c) + (rows ? " rows" : " softmax");
+      const Tensor ref = testing::run_call(call, KernelChoice::Reference).at(0);
+      testing::expect_close(ref, literal_quantized(c, in, qz), {1e-5, 1e-6}, what);
+      // the rounding matters: a kernel that skipped it would be far outside kRoundingStep
+      const Tensor plain = literal(c, in);
+      float most = 0;
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        most = std::max(most, std::fabs(ref.data<float>()[i] - plain.data<float>()[i]));
+      EXPECT_GT(most, 0.03f) << what;
+      expect_optimized_matches(call, what);
+    }
+  // with masks / keep, and the cached form against the plain one
+  for (bool rows : {true, false})
+    for (const Case& c : cases()) {
+      const Quant qz{rows};
+      const Inputs in = make_inputs(c);
+      const std::string what = describe(c) + (rows ? " rows" : " softmax");
+      expect_optimized_matches(quantized(grouped_call(c, in), qz, 3), what);
+      const Tensor want = testing::run_call(quantized(grouped_call(c, in), qz, 3), KernelChoice::Reference).at(0);
+      Tensor kc, vc;
+      const Tensor got =
+          testing::run_call(quantized(cached_call(c, in, kc, vc), qz, 6), KernelChoice::Reference).at(0);
+      testing::expect_close(got, want, testing::kExact, what + " cached");
+    }
+}
+
 TEST(GroupedAttention, RejectsHeadsNotAMultipleOfKeyValueHeads) {
   Case c{1, 5, 2, 1, 3, 8, 8};
   Case ok{1, 4, 2, 1, 3, 8, 8};

@@ -169,12 +169,32 @@ TEST(FuseQBmmAttention, SoftmaxWithQuantizedProbabilities) {
   EXPECT_EQ(testing::count_ops(*g, "Softmax"), 0);
 }
 
-TEST(FuseQBmmAttention, LeavesDecoderCrossAttentionOverFourDimensionalInputs) {
-  Options o;
-  o.cross_kv = true;
-  auto g = fuse(o);  // no int8 grouped op: the chain stays, and still computes the same
-  EXPECT_EQ(testing::count_ops(*g, "QAttention", "octet"), 0);
-  EXPECT_EQ(testing::count_ops(*g, "Exp"), 1);
+// A decoder's attention reads 4-D caches (here the cross-attention's inputs): no
+// QAttention, but octet.GroupedAttention on them with the four fake quantizations as
+// inputs, computing what the chain computes (per-row and Softmax forms, with a mask).
+TEST(FuseQBmmAttention, DecoderAttentionOverFourDimensionalInputsBecomesQuantizedGroupedAttention) {
+  for (bool rows : {true, false})
+    for (bool mask : {false, true}) {
+      Options o;
+      o.cross_kv = true;
+      o.rows = rows;
+      o.mask = mask;
+      auto g = fuse(o);
+      EXPECT_EQ(testing::count_ops(*g, "QAttention", "octet"), 0);
+      EXPECT_EQ(testing::count_ops(*g, "Exp") + testing::count_ops(*g, "Softmax"), 0);
+      EXPECT_EQ(testing::count_ops(*g, "QuantizeLinear"), 0);  // all four went into the op
+      const Node* ga = nullptr;
+      for (const Node* n : g->nodes())
+        if (n->op_type() == "GroupedAttention") ga = n;
+      ASSERT_NE(ga, nullptr);
+      EXPECT_EQ(ga->attr_int("row_probabilities", -1), rows ? 1 : 0);
+      ASSERT_EQ(ga->inputs().size(), 13u);
+      EXPECT_EQ(ga->input(5)->name(), "q3_dq_scale");
+      EXPECT_EQ(ga->input(7)->name(), "kt_dq_scale");
+      EXPECT_EQ(ga->input(9)->name(), "v3_dq_scale");
+      EXPECT_EQ(ga->input(11)->name(), "p_dq_scale");
+      EXPECT_EQ(ga->input(3) != nullptr, mask);
+    }
 }
 
 TEST(FuseQBmmAttention, LeavesAChainMissingAFakeQuantization) {

@@ -72,6 +72,84 @@ OCTET_INLINE void row_body(const GroupedAttentionCall& c, const cpu::VecTable& v
   for (int64_t d = 0; d < dv; ++d) y[d] *= inv;
 }
 
+// Static int8 attention (the op's fake quantization inputs): the row above with Q, K, V
+// and the probabilities rounded as the graph's Q/DQ pairs round them (x / scale as a float
+// division, ties to even, saturation, NaN to the zero point: ref_quant.cpp's rounding). Each
+// key and value row is rounded into scratch first, a loop the compiler vectorizes (vdivps,
+// vroundps), then used as in the float row. `qf` and `kv` hold Dk and max(Dk, Dv) floats.
+template <int kUnused>
+OCTET_INLINE void fake_quant_row(const FakeQuantParams& f, const float* x, float* y, int64_t n) {
+  const float scale = f.scale, zero = float(f.zero), lo = float(f.lo), hi = float(f.hi);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = std::nearbyint(x[i] / scale);
+    const float r = std::min(std::max(q + zero, lo), hi) - zero;
+    y[i] = (q != q ? 0.0f : r) * scale;
+  }
+}
+
+template <int kIsa>
+OCTET_INLINE void quantized_row_body(const GroupedAttentionCall& c, const cpu::VecTable& vec, int64_t b, int64_t h,
+                                     int64_t i, float* s, float* qf, float* kv, float* y) {
+  const int64_t g = c.group_of(h), T = c.kv_len, dk = c.head_k, dv = c.head_v;
+  const float* q = c.q + ((b * c.heads + h) * c.q_len + i) * dk;
+  const float* k = c.k + b * c.k_b + g * c.k_g;
+  const float* v = c.v + b * c.v_b + g * c.v_g;
+  fake_quant_row<kIsa>(c.fq_q, q, qf, dk);
+  for (int64_t j = 0; j < T; ++j) {
+    fake_quant_row<kIsa>(c.fq_k, k + j * dk, kv, dk);
+    float acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t d = 0; d < dk; ++d) acc += qf[d] * kv[d];
+    s[j] = acc * c.scale;
+    if (c.keep && !c.keep[b * c.k_str[0] + h * c.k_str[1] + i * c.k_str[2] + j * c.k_str[3]]) s[j] = c.fill;
+    if (c.mask) s[j] += c.mask[b * c.m_str[0] + h * c.m_str[1] + i * c.m_str[2] + j * c.m_str[3]];
+  }
+  const float mx = vec.max(s, T);
+  const float sum = vec.exp_sum(s, 1.0f, mx, s, T);
+  const float inv = 1.0f / sum;
+  if (!c.row_probabilities)
+    for (int64_t j = 0; j < T; ++j) s[j] *= inv;
+  fake_quant_row<kIsa>(c.fq_p, s, s, T);
+  std::fill_n(y, dv, 0.0f);
+  for (int64_t j = 0; j < T; ++j) {
+    const float p = s[j];
+    if (p == 0) continue;  // a probability rounded to zero adds nothing
+    fake_quant_row<kIsa>(c.fq_v, v + j * dv, kv, dv);
+#pragma omp simd
+    for (int64_t d = 0; d < dv; ++d) y[d] += p * kv[d];
+  }
+  if (c.row_probabilities)
+#pragma omp simd
+    for (int64_t d = 0; d < dv; ++d) y[d] *= inv;
+}
+
+using QuantizedRowFn = void (*)(const GroupedAttentionCall&, const cpu::VecTable&, int64_t, int64_t, int64_t, float*,
+                                float*, float*, float*);
+
+void quantized_row_generic(const GroupedAttentionCall& c, const cpu::VecTable& vec, int64_t b, int64_t h, int64_t i,
+                           float* s, float* qf, float* kv, float* y) {
+  quantized_row_body<0>(c, vec, b, h, i, s, qf, kv, y);
+}
+__attribute__((target("avx2,fma"))) void quantized_row_avx2(const GroupedAttentionCall& c, const cpu::VecTable& vec,
+                                                             int64_t b, int64_t h, int64_t i, float* s, float* qf,
+                                                             float* kv, float* y) {
+  quantized_row_body<1>(c, vec, b, h, i, s, qf, kv, y);
+}
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void quantized_row_avx512(
+    const GroupedAttentionCall& c, const cpu::VecTable& vec, int64_t b, int64_t h, int64_t i, float* s, float* qf,
+    float* kv, float* y) {
+  quantized_row_body<2>(c, vec, b, h, i, s, qf, kv, y);
+}
+
+QuantizedRowFn quantized_row_for(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::Avx512: return quantized_row_avx512;
+    case IsaLevel::Avx2: return quantized_row_avx2;
+    default: return quantized_row_generic;
+  }
+}
+
 using RowFn = void (*)(const GroupedAttentionCall&, const cpu::VecTable&, int64_t, int64_t, int64_t, float*, float*);
 
 void row_generic(const GroupedAttentionCall& c, const cpu::VecTable& vec, int64_t b, int64_t h, int64_t i, float* s,
@@ -101,14 +179,18 @@ void grouped_attention_f32(KernelContext& ctx) {
   const int64_t rows = c.batch * c.heads * c.q_len;
   if (rows == 0 || c.head_v == 0) return;
   const RowFn row = row_for(active_isa());
+  const QuantizedRowFn quantized_row = quantized_row_for(active_isa());
   const cpu::VecTable& vec = cpu::vec_ops();
   const int64_t work = rows * c.kv_len * (c.head_k + c.head_v);
   cpu::parallel_ranges(ctx, rows, work / 8, [&](int64_t r0, int64_t r1) {
-    std::vector<float> s(static_cast<size_t>(std::max<int64_t>(c.kv_len, 1)));
+    const int64_t t = std::max<int64_t>(c.kv_len, 1);
+    std::vector<float> s(static_cast<size_t>(t + c.head_k + std::max(c.head_k, c.head_v)));
     for (int64_t r = r0; r < r1; ++r) {
       // r runs over (b, h, i) in Q's order; Y is [B, S, H*Dv].
       const int64_t i = r % c.q_len, h = (r / c.q_len) % c.heads, b = r / (c.q_len * c.heads);
-      row(c, vec, b, h, i, s.data(), y + (b * c.q_len + i) * c.heads * c.head_v + h * c.head_v);
+      float* yr = y + (b * c.q_len + i) * c.heads * c.head_v + h * c.head_v;
+      if (c.quantized) quantized_row(c, vec, b, h, i, s.data(), s.data() + t, s.data() + t + c.head_k, yr);
+      else row(c, vec, b, h, i, s.data(), yr);
     }
   });
 }

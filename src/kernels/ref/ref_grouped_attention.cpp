@@ -116,6 +116,30 @@ GroupedAttentionCall grouped_attention_call(const KernelContext& ctx) {
     c.keep = keep->raw();  // bool: one byte each, 0 or 1
     c.fill = node.attr_float("fill", 0.0f);
   }
+  if (const Tensor* qs = ctx.optional_input(mi + 2)) {
+    (void)qs;
+    c.quantized = true;
+    c.row_probabilities = node.attr_int("row_probabilities", 0) != 0;
+    FakeQuantParams* fq[4] = {&c.fq_q, &c.fq_k, &c.fq_v, &c.fq_p};
+    const char* names[4] = {"q", "k", "v", "p"};
+    for (int i = 0; i < 4; ++i) {
+      const Tensor* scale = ctx.optional_input(mi + 2 + 2 * i);
+      const Tensor* zero = ctx.optional_input(mi + 3 + 2 * i);
+      if (!scale || scale->dtype() != DType::Float32 || scale->numel() != 1)
+        ctx.fail(names[i], "_scale ", scale ? scale->describe() : "(absent)", " must be one float32");
+      fq[i]->scale = scale->data<float>()[0];
+      if (!(fq[i]->scale > 0) || !std::isfinite(fq[i]->scale))
+        ctx.fail(names[i], "_scale ", fq[i]->scale, " must be positive and finite");
+      if (zero) {
+        if (zero->numel() != 1 || (zero->dtype() != DType::Int8 && zero->dtype() != DType::UInt8))
+          ctx.fail(names[i], "_zero_point ", zero->describe(), " must be one int8 or uint8");
+        const bool s8 = zero->dtype() == DType::Int8;
+        fq[i]->zero = s8 ? zero->data<int8_t>()[0] : zero->data<uint8_t>()[0];
+        fq[i]->lo = s8 ? -128 : 0;
+        fq[i]->hi = s8 ? 127 : 255;
+      }
+    }
+  }
   c.out_shape = {c.batch, c.q_len, checked_numel({c.heads, c.head_v}, "GroupedAttention output channels")};
   return c;
 }
@@ -133,10 +157,12 @@ void grouped_attention_kernel(KernelContext& ctx) {
       const float* vh = c.v + b * c.v_b + g * c.v_g;
       for (int64_t i = 0; i < c.q_len; ++i) {
         const float* qi = c.q + ((b * c.heads + h) * c.q_len + i) * c.head_k;
+        // Fake quantization (static int8): Q, K and V as their Q/DQ pairs give them.
+        auto fq = [&](const FakeQuantParams& f, float x) { return c.quantized ? f(x) : x; };
         double mx = -INFINITY;
         for (int64_t j = 0; j < c.kv_len; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < c.head_k; ++d) dot += double(qi[d]) * kh[j * c.head_k + d];
+          for (int64_t d = 0; d < c.head_k; ++d) dot += double(fq(c.fq_q, qi[d])) * fq(c.fq_k, kh[j * c.head_k + d]);
           float sj = static_cast<float>(dot * c.scale);
           if (c.keep && !c.keep[b * c.k_str[0] + h * c.k_str[1] + i * c.k_str[2] + j * c.k_str[3]]) sj = c.fill;
           if (c.mask) sj += c.mask[b * c.m_str[0] + h * c.m_str[1] + i * c.m_str[2] + j * c.m_str[3]];
@@ -145,11 +171,20 @@ void grouped_attention_kernel(KernelContext& ctx) {
         }
         double sum = 0;
         for (int64_t j = 0; j < c.kv_len; ++j) sum += s[j] = std::exp(s[j] - mx);
+        // The weights of V: the probabilities, rounded as the graph's Q/DQ rounds them
+        // (softmax form: p = e / sum, then rounded, no division after; row form: e rounded,
+        // the sum divides after the product).
+        double divide = sum;
+        if (c.quantized) {
+          for (int64_t j = 0; j < c.kv_len; ++j)
+            s[j] = c.fq_p(static_cast<float>(c.row_probabilities ? s[j] : s[j] / sum));
+          if (!c.row_probabilities) divide = 1;
+        }
         float* yi = y + (b * c.q_len + i) * c.heads * c.head_v + h * c.head_v;
         for (int64_t d = 0; d < c.head_v; ++d) {
           double acc = 0;
-          for (int64_t j = 0; j < c.kv_len; ++j) acc += s[j] * vh[j * c.head_v + d];
-          yi[d] = static_cast<float>(acc / sum);
+          for (int64_t j = 0; j < c.kv_len; ++j) acc += s[j] * fq(c.fq_v, vh[j * c.head_v + d]);
+          yi[d] = static_cast<float>(acc / divide);
         }
       }
     }

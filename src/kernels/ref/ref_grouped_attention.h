@@ -5,12 +5,25 @@
 // with the same messages, and the cached form's cache write happens in one place.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/kernel.h"
 
 namespace octet {
+
+// One per-tensor fake quantization (QuantizeLinear then DequantizeLinear).
+struct FakeQuantParams {
+  float scale = 1;
+  int32_t zero = 0, lo = 0, hi = 255;
+  float operator()(float x) const {
+    const float q = std::nearbyint(x / scale);  // round half to even (the default mode)
+    const float r = q != q ? float(zero) : std::min(std::max(q + float(zero), float(lo)), float(hi));
+    return (r - float(zero)) * scale;
+  }
+};
 
 struct GroupedAttentionCall {
   int64_t batch = 0, heads = 0, groups = 0, q_len = 0, kv_len = 0, head_k = 0, head_v = 0;
@@ -25,6 +38,11 @@ struct GroupedAttentionCall {
   const uint8_t* keep = nullptr;
   int64_t m_str[4] = {0, 0, 0, 0}, k_str[4] = {0, 0, 0, 0};
   std::vector<int64_t> out_shape;  // [B, S, H*Dv]
+  // Static int8 attention (the fake quantization inputs): Q, K, V and the probabilities
+  // rounded as Q/DQ pairs would; row_probabilities: exp(s - max) is rounded and the sum
+  // divides after the product (see the op's definition).
+  bool quantized = false, row_probabilities = false;
+  FakeQuantParams fq_q, fq_k, fq_v, fq_p;
 
   int64_t group_of(int64_t h) const { return h / (heads / groups); }
 };

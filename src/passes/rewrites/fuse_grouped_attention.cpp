@@ -19,6 +19,12 @@
 // repeat_kv is accepted only when inference proved its shapes: the Expand's result is
 // [B,G,n,T,D] with the Unsqueeze's input dims around a constant n, and the Reshape merges
 // G and n into H = G*n, so query head h reads key/value head h / n, as the op defines.
+// Static int8 (octet quantize --calib, T5's decoders): per-tensor Q/DQ pairs on Q, on K^T,
+// on V and on the probabilities, the softmax a Softmax or written out per row
+// (E = Exp(S - ReduceMax(S)), Q/DQ(E) . V, then Div by ReduceSum(E)). All four or none;
+// they become the op's fake quantization inputs (row_probabilities as written), so the
+// fused op rounds exactly where the graph did.
+//
 // The shape arithmetic feeding the swallowed nodes dies with them (dead code removal);
 // results inside the chain read by anything else (but shape computations feeding only the
 // chain) leave the block alone.
@@ -27,6 +33,7 @@
 #include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/attention_chain.h"
+#include "passes/rewrites/fuse_attention_match.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
@@ -38,7 +45,17 @@ struct Match {
   Node* softmax = nullptr;
   Node* reshape = nullptr;  // the final Reshape, whose output Y replaces
   std::vector<Node*> nodes;
+  // static int8: the four fake quantizations, and the per-row softmax form
+  bool quantized = false, row_probabilities = false;
+  FakeQuant q_quant, k_quant, v_quant, p_quant;
 };
+
+// `x` past a Q/DQ pair (DequantizeLinear(QuantizeLinear(y))): y; else x. For recognizing
+// the scores' operands only; the match itself takes the pairs with through_fake_quant.
+const Value* past_fake_quant(const Value* x) {
+  const auto f = fake_quant_of(x);
+  return f ? f->x : x;
+}
 
 const std::optional<DimVector>& dims(const Value* v) { return v->type.dims; }
 
@@ -93,9 +110,15 @@ Value* present_key_of(Value* split) {
 
 bool match(Node* softmax, Match& m) {
   m.softmax = softmax;
-  const int64_t axis = softmax->attr_int("axis", -1);
-  Value* s = softmax->input(0);
-  if (!rank_is(s, 4) || (axis != -1 && axis != 3) || !single_use(s)) return false;
+  std::optional<attention::RowSoftmax> rows;
+  if (is_op(softmax, "Exp")) {
+    if (!(rows = attention::row_softmax(softmax))) return false;
+    m.quantized = m.row_probabilities = true;
+    m.nodes.insert(m.nodes.end(), {rows->max, rows->sub, rows->sum});
+  }
+  const int64_t axis = rows ? -1 : softmax->attr_int("axis", -1);
+  Value* s = rows ? rows->scores : softmax->input(0);
+  if (!rank_is(s, 4) || (axis != -1 && axis != 3) || (!rows && !single_use(s))) return false;
   m.nodes.push_back(softmax);
   // [Add(., mask)]
   // The scores are the operand made by the scaling (or by a Where over it); the mask,
@@ -107,7 +130,7 @@ bool match(Node* softmax, Match& m) {
     // T5 does not scale: its scores are the product itself, Q.K^T with K^T a Transpose.
     auto unscaled = [](const Value* x) {
       const Node* mm = producer(x, "MatMul");
-      return mm && producer(mm->input(1), "Transpose");
+      return mm && producer(past_fake_quant(mm->input(1)), "Transpose");
     };
     auto is_scores = [&](const Value* x) {
       if (!single_use(x)) return false;
@@ -149,8 +172,15 @@ bool match(Node* softmax, Match& m) {
   if (!qk) return false;
   m.nodes.push_back(qk);
   m.q = qk->input(0);
-  Node* kt = producer(qk->input(1), "Transpose");
-  if (!kt || !single_use(qk->input(1)) || !rank_is(m.q, 4)) return false;
+  Value* kt_out = qk->input(1);
+  if (fake_quant_of(m.q) || m.quantized) {  // static int8: Q/DQ on both operands
+    m.quantized = true;
+    m.q = attention::through_fake_quant(qk->input(0), m.q_quant);
+    kt_out = attention::through_fake_quant(qk->input(1), m.k_quant);
+    if (!m.q || !kt_out) return false;
+  }
+  Node* kt = producer(kt_out, "Transpose");
+  if (!kt || !single_use(kt_out) || !rank_is(m.q, 4)) return false;
   m.nodes.push_back(kt);
   if (perm_is(kt, {0, 2, 3, 1})) {
     // T5 without past: K^T is Transpose(0,2,3,1) of the head split [B,T,H,D], whose
@@ -163,13 +193,34 @@ bool match(Node* softmax, Match& m) {
     m.k = through_repeat_kv(kt->input(0), m.nodes);
   }
   // After the Softmax: MatMul(P, V) -> Transpose(0,2,1,3) -> Reshape [B,S,H*Dv]
-  Node* pv = sole_consumer(softmax->output(0));
-  if (!m.k || !pv || !is_op(pv, "MatMul") || pv->input(0) != softmax->output(0)) return false;
+  // (static int8: MatMul(Q/DQ(P), Q/DQ(V)) [-> Div by ReduceSum(E) in the per-row form])
+  Value* probs = softmax->output(0);
+  if (m.quantized) {
+    Node* q = rows ? rows->quantize : sole_consumer(softmax->output(0));
+    Node* dq = is_op(q, "QuantizeLinear") && q->input(0) == softmax->output(0) ? sole_consumer(q->output(0)) : nullptr;
+    const auto f = dq && dq->output(0) ? fake_quant_of(dq->output(0)) : std::nullopt;
+    if (!f || f->quantize != q || !single_use(q->output(0)) || !single_use(dq->output(0))) return false;
+    m.p_quant = *f;
+    probs = dq->output(0);
+  }
+  Node* pv = sole_consumer(probs);
+  if (!m.k || !pv || !is_op(pv, "MatMul") || pv->input(0) != probs) return false;
   m.nodes.push_back(pv);
   Value* vx = pv->input(1);
+  if (m.quantized && !(vx = attention::through_fake_quant(vx, m.v_quant))) return false;
   if (vx->producer() && is_op(vx->producer(), "Reshape") && !single_use(vx)) return false;
   m.v = through_repeat_kv(vx, m.nodes);
-  Node* tr = sole_consumer(pv->output(0));
+  Value* mixed = pv->output(0);
+  if (rows) {  // (E . V) / ReduceSum(E)
+    Node* div = sole_consumer(mixed);
+    if (!is_op(div, "Div") || div->input(0) != mixed || div->input(1) != rows->sum->output(0)) return false;
+    m.nodes.push_back(div);
+    mixed = div->output(0);
+  }
+  if (m.quantized)
+    for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.p_quant, &m.v_quant})
+      m.nodes.insert(m.nodes.end(), {f->quantize, f->dequantize});
+  Node* tr = sole_consumer(mixed);
   if (!m.v || !tr || !is_op(tr, "Transpose") || !perm_is(tr, {0, 2, 1, 3})) return false;
   m.nodes.push_back(tr);
   // The merge Reshape; other readers (GPT-2 takes the merged shape from Shape nodes) must
@@ -202,27 +253,34 @@ bool match(Node* softmax, Match& m) {
 
 bool apply(Graph& g, PassContext& ctx, const Match& m, std::vector<Node*>& removed) {
   std::vector<Node*> dying;
-  if (!chain_dying_readers(m.nodes, m.reshape, {m.q, m.k, m.v, m.mask, m.keep}, dying) || read_by_subgraph(m.reshape->output(0))) return false;
-  GraphPatch patch = make_patch(g);
+  std::vector<const Value*> outside = {m.q, m.k, m.v, m.mask, m.keep};
   std::vector<Value*> inputs = {m.q, m.k, m.v, m.mask, m.keep};
-  if (!m.keep) inputs.pop_back();
-  if (!m.keep && !m.mask) inputs.pop_back();
+  if (m.quantized)
+    for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.v_quant, &m.p_quant}) {
+      outside.insert(outside.end(), {f->scale, f->zero_point});
+      inputs.insert(inputs.end(), {f->scale, f->zero_point});
+    }
+  if (!chain_dying_readers(m.nodes, m.reshape, outside, dying) || read_by_subgraph(m.reshape->output(0))) return false;
+  GraphPatch patch = make_patch(g);
+  while (!inputs.back()) inputs.pop_back();
   std::vector<Attribute> attrs = {Attribute::make_float("scale", static_cast<float>(m.scale))};
   if (m.keep) attrs.push_back(Attribute::make_float("fill", static_cast<float>(m.fill)));
+  if (m.quantized) attrs.push_back(Attribute::make_int("row_probabilities", m.row_probabilities ? 1 : 0));
   Node* fused = patch.add_node("GroupedAttention", inputs, 1, std::move(attrs), "octet",
                                m.softmax->name() + "_grouped_attention");
   if (!can_replace(m.reshape->output(0), fused->output(0))) return false;
   patch.replace_uses(m.reshape->output(0), fused->output(0));
   const bool grouped = dim_at(m.q, 1) != dim_at(m.k, 1);
   if (!finish_fusion(g, ctx, patch, m.nodes, dying, removed)) return false;
-  ctx.count(std::string("octet.GroupedAttention(") + (grouped ? "gqa" : "mha") + (m.keep ? ", keep" : "") +
+  ctx.count(std::string("octet.GroupedAttention(") + (m.quantized ? "int8 " : "") + (grouped ? "gqa" : "mha") +
+            (m.keep ? ", keep" : "") +
             (m.mask ? ", mask" : "") + ")");
   return true;
 }
 
 bool run(Graph& g, PassContext& ctx) {
   return fuse_chains<Match>(
-      g, [](Node* n, Match& m) { return is_op(n, "Softmax") && match(n, m); },
+      g, [](Node* n, Match& m) { return (is_op(n, "Softmax") || is_op(n, "Exp")) && match(n, m); },
       [&](const Match& m, std::vector<Node*>& gone) { return apply(g, ctx, m, gone); });
 }
 

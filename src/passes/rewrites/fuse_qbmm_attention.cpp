@@ -16,12 +16,16 @@
 // octet.QAttention(q, k, v, mask?, scales and zero points) with the chain's num_heads and
 // scale (fuse_attention's contract, whose apply step this pass shares).
 //
-// Only the encoder's self-attention, where Q4, K4 and V4 are the chain's own head splits of
-// 3-D projections. Decoder attention reads 4-D caches (past Concat, cross-attention
-// inputs), and there is no int8 grouped op over those: it is left as it is.
+// The encoder's self-attention, where Q4, K4 and V4 are the chain's own head splits of
+// 3-D projections, becomes octet.QAttention. Decoder attention reads 4-D caches (past
+// Concat, cross-attention inputs): it becomes octet.GroupedAttention(Q4, K4, V4 [, mask])
+// with the four fake quantizations as inputs (the op rounds Q, K, V and P exactly as the
+// Q/DQ pairs do, row_probabilities as the chain has it), so the in-place decoder runners
+// can turn it into CachedAttention like a float one.
 #include <optional>
 #include <tuple>
 
+#include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/attention_chain.h"
 #include "passes/rewrites/bmm_attention_chain.h"
@@ -51,7 +55,14 @@ Value* quantized_probabilities(Node* sm, const std::optional<attention::RowSoftm
   return probs;
 }
 
-bool match_int8_bmm(Node* sm, attention::Match& m) {
+// The match, and whether it is the grouped (decoder) form on Q4/K4/V4.
+struct QMatch : attention::Match {
+  bool grouped = false;
+};
+
+bool match_int8_bmm(Node* sm, QMatch& qm) {
+  qm.grouped = false;
+  attention::Match& m = qm;
   m = attention::Match{};
   std::optional<attention::RowSoftmax> rows;
   if (is_op(sm, "Exp")) {
@@ -107,19 +118,52 @@ bool match_int8_bmm(Node* sm, attention::Match& m) {
   const auto h = chain_heads(q4, k4, v4, qk->output(0), sm->output(0), scores4, split->output(0),
                              m.final_reshape->output(0));
   if (!h) return false;
-  // Encoder self-attention only: all three head splits are the chain's own.
-  m.q = projection_of(q4, *h, m.nodes);
-  m.k = m.q ? projection_of(k4, *h, m.nodes) : nullptr;
-  m.v = m.k ? projection_of(v4, *h, m.nodes) : nullptr;
-  if (!m.v || !dims_of(m.k) || !dims_of(m.v) || !((*dims_of(m.k))[1] == (*dims_of(m.v))[1])) return false;
   m.heads = *h;
+  // Encoder self-attention: all three head splits are the chain's own.
+  std::vector<Node*> splits;
+  m.q = projection_of(q4, *h, splits);
+  m.k = m.q ? projection_of(k4, *h, splits) : nullptr;
+  m.v = m.k ? projection_of(v4, *h, splits) : nullptr;
+  if (m.v && dims_of(m.k) && dims_of(m.v) && (*dims_of(m.k))[1] == (*dims_of(m.v))[1]) {
+    m.nodes.insert(m.nodes.end(), splits.begin(), splits.end());
+    return true;
+  }
+  // Anything else (a decoder's caches): the grouped form on the 4-D tensors.
+  qm.grouped = true;
+  m.q = q4, m.k = k4, m.v = v4;
+  return true;
+}
+
+// octet.GroupedAttention with the fake quantization inputs (see the header comment).
+bool apply_grouped(Graph& g, PassContext& ctx, const attention::Match& m, std::vector<Node*>& removed) {
+  std::vector<Node*> dying;
+  std::vector<const Value*> outside = {m.q, m.k, m.v, m.mask};
+  for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.v_quant, &m.p_quant})
+    outside.insert(outside.end(), {f->scale, f->zero_point});
+  if (!chain_dying_readers(m.nodes, m.final_reshape, outside, dying) || read_by_subgraph(m.final_reshape->output(0)))
+    return false;
+  GraphPatch patch = make_patch(g);
+  std::vector<Value*> inputs = {m.q, m.k, m.v, m.mask, nullptr};
+  for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.v_quant, &m.p_quant})
+    inputs.insert(inputs.end(), {f->scale, f->zero_point});
+  while (!inputs.back()) inputs.pop_back();
+  std::vector<Attribute> attrs = {Attribute::make_float("scale", static_cast<float>(m.scale)),
+                                  Attribute::make_int("row_probabilities", m.row_probabilities ? 1 : 0)};
+  Node* fused = patch.add_node("GroupedAttention", inputs, 1, std::move(attrs), "octet",
+                               m.softmax->name() + "_qbmm_attention");
+  if (!can_replace(m.final_reshape->output(0), fused->output(0))) return false;
+  patch.replace_uses(m.final_reshape->output(0), fused->output(0));
+  if (!finish_fusion(g, ctx, patch, m.nodes, dying, removed)) return false;
+  ctx.count(std::string("octet.GroupedAttention(int8 bmm") + (m.mask ? ", mask" : "") + ")");
   return true;
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  return fuse_chains<attention::Match>(
-      g, [](Node* n, attention::Match& m) { return (is_op(n, "Softmax") || is_op(n, "Exp")) && match_int8_bmm(n, m); },
-      [&](const attention::Match& m, std::vector<Node*>& gone) { return attention::apply(g, ctx, m, gone); });
+  return fuse_chains<QMatch>(
+      g, [](Node* n, QMatch& m) { return (is_op(n, "Softmax") || is_op(n, "Exp")) && match_int8_bmm(n, m); },
+      [&](const QMatch& m, std::vector<Node*>& gone) {
+        return m.grouped ? apply_grouped(g, ctx, m, gone) : attention::apply(g, ctx, m, gone);
+      });
 }
 
 }  // namespace

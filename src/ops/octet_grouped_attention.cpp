@@ -75,13 +75,16 @@ void require_equal(InferContext& ctx, const std::optional<DimVector>& a, size_t 
 
 // The optional mask (float32) and keep (bool) inputs at `first`, `first + 1`: rank <= 4.
 void check_masks(InferContext& ctx, size_t first) {
-  // The fake quantization inputs after mask and keep: scales float32, zero points 8-bit.
+  // The fake quantization inputs after mask and keep: scales float32, zero points 8-bit
+  // (the probabilities' may be int16: more than 255 levels).
   for (size_t i = first + 2; i < first + 10 && i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) continue;
     const bool zero_point = (i - first) % 2 == 1;
     const DType t = ctx.input_dtype(i);
-    if (zero_point ? (t != DType::Int8 && t != DType::UInt8) : t != DType::Float32)
-      ctx.fail(describe_input(ctx, i), zero_point ? " must be int8 or uint8 (a zero point)" : " must be float32 (a scale)");
+    const bool p_int16 = i == first + 9 && t == DType::Int16;
+    if (zero_point ? (t != DType::Int8 && t != DType::UInt8 && !p_int16) : t != DType::Float32)
+      ctx.fail(describe_input(ctx, i), zero_point ? " must be int8 or uint8 (a zero point; int16 for the probabilities')"
+                                                  : " must be float32 (a scale)");
   }
   auto has = [&](size_t i) { return i < ctx.num_inputs() && ctx.has_input(i); };
   if (ctx.num_inputs() > first + 2 && !(has(first + 2) && has(first + 4) && has(first + 6) && has(first + 8)))

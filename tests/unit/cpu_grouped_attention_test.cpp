@@ -198,7 +198,13 @@ TEST(CachedAttention, EqualsGroupedAttentionOnTheConcatenatedCacheAndWritesTheNe
 // K int8, V uint8, P uint8 at 1/255) and both probability forms.
 struct Quant {
   bool rows;
+  bool wide = false;  // the probabilities with 4095 levels in int16 (octet quantize's octet target)
+  float p_step() const { return wide ? 1.0f / 4095 : 1.0f / 255; }
   std::vector<std::optional<Tensor>> inputs() const {
+    if (wide)
+      return {Tensor::scalar<float>(0.1f), Tensor::scalar<uint8_t>(uint8_t{128}), Tensor::scalar<float>(0.1f),
+              Tensor::scalar<int8_t>(int8_t{0}), Tensor::scalar<float>(0.1f), Tensor::scalar<uint8_t>(uint8_t{120}),
+              Tensor::scalar<float>(p_step()), Tensor::scalar<int16_t>(int16_t{0})};
     // coarse Q, K and V steps (0.1 on values in [-1, 1]) so the rounding shows in the output
     return {Tensor::scalar<float>(0.1f),       Tensor::scalar<uint8_t>(uint8_t{128}), Tensor::scalar<float>(0.1f),
             Tensor::scalar<int8_t>(int8_t{0}), Tensor::scalar<float>(0.1f),           Tensor::scalar<uint8_t>(uint8_t{120}),
@@ -245,7 +251,9 @@ Tensor literal_quantized(const Case& c, const Inputs& in, const Quant& qz) {
         const double mx = *std::max_element(s.begin(), s.end());
         double sum = 0;
         for (double& x : s) sum += x = std::exp(x - mx);
-        for (double& x : s) x = fq(float(qz.rows ? x : x / sum), 1.0f / 255, 0, 0, 255);
+        for (double& x : s)
+          x = qz.wide ? fq(float(qz.rows ? x : x / sum), qz.p_step(), 0, -32768, 32767)
+                      : fq(float(qz.rows ? x : x / sum), qz.p_step(), 0, 0, 255);
         for (int64_t d = 0; d < c.head_v; ++d) {
           double acc = 0;
           for (int64_t j = 0; j < t; ++j) acc += s[j] * r.v.data<float>()[((b * c.groups + h / n) * t + j) * c.head_v + d];
@@ -275,13 +283,14 @@ void expect_optimized_matches(const CpuCall& call, const std::string& what) {
 
 TEST(GroupedAttention, FakeQuantizedReferenceIsTheDefinitionAndOptimizedMatches) {
   for (bool rows : {true, false})
+    for (bool wide : {false, true})
     for (Case c : cases()) {
       c.mask_shape.clear();  // the definition above has no mask; masks are covered below
       c.keep_shape.clear();
-      const Quant qz{rows};
+      const Quant qz{rows, wide};
       const Inputs in = make_inputs(c);
       const CpuCall call = quantized(grouped_call(c, in), qz, 3);
-      const std::string what = describe(c) + (rows ? " rows" : " softmax");
+      const std::string what = describe(c) + (rows ? " rows" : " softmax") + (wide ? " wide" : "");
       const Tensor ref = testing::run_call(call, KernelChoice::Reference).at(0);
       testing::expect_close(ref, literal_quantized(c, in, qz), {1e-5, 1e-6}, what);
       // the rounding matters: a kernel that skipped it would be far outside kRoundingStep

@@ -131,12 +131,13 @@ GroupedAttentionCall grouped_attention_call(const KernelContext& ctx) {
       if (!(fq[i]->scale > 0) || !std::isfinite(fq[i]->scale))
         ctx.fail(names[i], "_scale ", fq[i]->scale, " must be positive and finite");
       if (zero) {
-        if (zero->numel() != 1 || (zero->dtype() != DType::Int8 && zero->dtype() != DType::UInt8))
-          ctx.fail(names[i], "_zero_point ", zero->describe(), " must be one int8 or uint8");
+        const bool p_int16 = i == 3 && zero->dtype() == DType::Int16;  // probabilities with 16-bit levels
+        if (zero->numel() != 1 || (zero->dtype() != DType::Int8 && zero->dtype() != DType::UInt8 && !p_int16))
+          ctx.fail(names[i], "_zero_point ", zero->describe(), " must be one int8 or uint8 (int16 for p)");
         const bool s8 = zero->dtype() == DType::Int8;
-        fq[i]->zero = s8 ? zero->data<int8_t>()[0] : zero->data<uint8_t>()[0];
-        fq[i]->lo = s8 ? -128 : 0;
-        fq[i]->hi = s8 ? 127 : 255;
+        fq[i]->zero = p_int16 ? zero->data<int16_t>()[0] : s8 ? zero->data<int8_t>()[0] : zero->data<uint8_t>()[0];
+        fq[i]->lo = p_int16 ? -32768 : s8 ? -128 : 0;
+        fq[i]->hi = p_int16 ? 32767 : s8 ? 127 : 255;
       }
     }
   }

@@ -198,7 +198,8 @@ bool match(Node* softmax, Match& m) {
   if (m.quantized) {
     Node* q = rows ? rows->quantize : sole_consumer(softmax->output(0));
     Node* dq = is_op(q, "QuantizeLinear") && q->input(0) == softmax->output(0) ? sole_consumer(q->output(0)) : nullptr;
-    const auto f = dq && dq->output(0) ? fake_quant_of(dq->output(0)) : std::nullopt;
+    // P may have 16-bit levels (octet quantize's probabilities on the octet target).
+    const auto f = dq && dq->output(0) ? fake_quant_of(dq->output(0), /*allow_int16=*/true) : std::nullopt;
     if (!f || f->quantize != q || !single_use(q->output(0)) || !single_use(dq->output(0))) return false;
     m.p_quant = *f;
     probs = dq->output(0);

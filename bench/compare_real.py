@@ -11,7 +11,8 @@ smollm2; torch on /usr/bin/python3 is installed when missing), the data (real_da
 
 For each model, variants (each quantizer in its own timed process, bench/real_quantize.py):
   fp32 on onnxruntime (the reference), on octet and on OpenVINO;
-  octet static (only --calib), static + --smoothquant auto, dynamic;
+  octet static (only --calib), static + --smoothquant auto, static with every activation
+  calibrated ("octet static qdq", --per-token none), dynamic;
   onnxruntime quantize_dynamic; its transformers optimizer + quantize_dynamic ("ort-best");
   its static QDQ per channel; OpenVINO + NNCF (model_type TRANSFORMER).
 All static recipes calibrate on the same samples (calib/<set> of real_data.py).
@@ -67,6 +68,7 @@ MODELS = {
 VARIANTS = {
     "fp32 ort": (None, "ort"), "fp32 octet": (None, "octet"), "fp32 openvino": (None, "openvino"),
     "octet static": ("octet-static", "octet"), "octet static+sq": ("octet-static-sq", "octet"),
+    "octet static qdq": ("octet-static-qdq", "octet"),
     "octet dynamic": ("octet-dynamic", "octet"), "ort dynamic": ("ort-dynamic", "ort"),
     "ort best": ("ort-best", "ort"), "ort static qdq": ("ort-static-qdq", "ort"), "nncf": ("nncf", "openvino"),
 }

@@ -11,6 +11,8 @@ imports nothing heavy, so the floor it hands down through fork is ~10 MB).
 Recipes (CALIB_DIR holds the .npz samples `octet quantize --calib` reads; the same ones for all):
   octet-static     octet quantize --calib CALIB_DIR                         (defaults otherwise)
   octet-static-sq  octet quantize --calib CALIB_DIR --smoothquant auto
+  octet-static-qdq octet quantize --calib CALIB_DIR --per-token none      (every activation calibrated:
+                   the static form other engines read, the default before per-token linear inputs)
   octet-dynamic    octet quantize --mode dynamic
   ort-dynamic      onnxruntime.quantization.quantize_dynamic, defaults
   ort-best         onnxruntime.transformers optimizer (config: model_type, num_heads, hidden_size;
@@ -80,6 +82,7 @@ def main():
 
     if a.recipe.startswith("octet"):
         extra = {"octet-static": ["--calib", a.calib], "octet-static-sq": ["--calib", a.calib, "--smoothquant", "auto"],
+                 "octet-static-qdq": ["--calib", a.calib, "--per-token", "none"],
                  "octet-dynamic": ["--mode", "dynamic"]}[a.recipe]
         # OCTET_QUANT_ARGS="--attention fp32 ..." appends flags to every octet recipe: ablations in one harness.
         extra += shlex.split(os.environ.get("OCTET_QUANT_ARGS", ""))

@@ -9,7 +9,9 @@ octet vs onnxruntime vs OpenVINO, on the real-size random-weight exports
 Variants (each a folder of encoder_model / decoder_model / decoder_with_past_model.onnx):
   fp32          the export itself
   octet static  `octet quantize FOLDER --calib` (the decoders calibrated on greedy decode
-                steps; standard QDQ, so onnxruntime and OpenVINO read it too)
+                steps; the linear layers' inputs per token, octet's own QMatMul: octet only)
+  octet static qdq  the same with --per-token none: everything calibrated, standard QDQ,
+                so onnxruntime and OpenVINO read it too
   octet dynamic `octet quantize FOLDER --mode dynamic` (octet's own int8 ops: octet only)
   ort dynamic   onnxruntime's quantize_dynamic of each file, per-channel, DefaultTensorType=1
 Engines: octet (`octet generate --repeat`, its own loop and cache), onnxruntime and OpenVINO
@@ -160,18 +162,19 @@ def variants(a, folder, work):
     """{variant: folder}, each made once into --work."""
     name = os.path.basename(folder)
     out = {"fp32": folder}
-    for mode in ("static", "dynamic"):
-        dst = os.path.join(work, f"{name}_octet_{mode}")
+    for variant, mode, flags in (("octet static", "static", []), ("octet static qdq", "static", ["--per-token", "none"]),
+                                 ("octet dynamic", "dynamic", [])):
+        dst = os.path.join(work, f"{name}_{variant.replace(' ', '_')}")
         if not os.path.exists(os.path.join(dst, "decoder_with_past_model.onnx")):
             extra = ["--calib", calibration(folder, work)] if mode == "static" else []
             t0 = time.time()
-            proc = subprocess.run([a.octet, "quantize", folder, "-o", dst, "--mode", mode, "-q", "--force", *extra],
-                                  capture_output=True, text=True)
+            proc = subprocess.run([a.octet, "quantize", folder, "-o", dst, "--mode", mode, "-q", "--force", *extra,
+                                   *flags], capture_output=True, text=True)
             if proc.returncode != 0:
-                print(f"octet quantize {name} {mode} failed: {proc.stderr.strip()[-300:]}", file=sys.stderr)
+                print(f"octet quantize {name} {variant} failed: {proc.stderr.strip()[-300:]}", file=sys.stderr)
                 continue
-            print(f"octet quantize {name} --mode {mode}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        out[f"octet {mode}"] = dst
+            print(f"octet quantize {name} ({variant}): {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        out[variant] = dst
     dst = os.path.join(work, f"{name}_ort_dynamic")
     if not os.path.exists(os.path.join(dst, "decoder_with_past_model.onnx")):
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -189,8 +192,9 @@ def sizes(folder):
             for f in (*FILES, "decoder_model_merged") if os.path.exists(os.path.join(folder, f + ".onnx"))}
 
 
-ENGINES = {"fp32": ("octet", "ort", "openvino"), "octet static": ("octet", "ort", "openvino"),
-           "octet dynamic": ("octet",), "ort dynamic": ("octet", "ort", "openvino")}
+ENGINES = {"fp32": ("octet", "ort", "openvino"), "octet static": ("octet",),
+           "octet static qdq": ("octet", "ort", "openvino"), "octet dynamic": ("octet",),
+           "ort dynamic": ("octet", "ort", "openvino")}
 
 
 def main():

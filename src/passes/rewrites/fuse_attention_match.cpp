@@ -180,6 +180,14 @@ bool reduces_last_axis(const Node* n, int64_t rank) {
 
 }  // namespace
 
+Value* divided_by_row_sums(Value* mixed, const std::optional<RowSoftmax>& rows, std::vector<Node*>& nodes) {
+  if (!rows) return mixed;
+  Node* div = sole_consumer(mixed);
+  if (!is_op(div, "Div") || div->input(0) != mixed || div->input(1) != rows->sum->output(0)) return nullptr;
+  nodes.push_back(div);
+  return div->output(0);
+}
+
 Value* through_fake_quant(Value* v, FakeQuant& fq, bool allow_int16) {
   auto f = fake_quant_of(v, allow_int16);
   if (!f || !single_use(v) || !single_use(f->quantize->output(0))) return nullptr;
@@ -326,13 +334,8 @@ bool match(Node* sm, Match& m) {
   }
   m.nodes.push_back(mm2);
 
-  Value* mixed = mm2->output(0);
-  if (rows) {  // (E . V) / ReduceSum(E)
-    Node* div = sole_consumer(mixed);
-    if (!is_op(div, "Div") || div->input(0) != mixed || div->input(1) != rows->sum->output(0)) return false;
-    m.nodes.push_back(div);
-    mixed = div->output(0);
-  }
+  Value* mixed = divided_by_row_sums(mm2->output(0), rows, m.nodes);
+  if (!mixed) return false;
   Node* merge = sole_consumer(mixed);
   if (!has_perm(merge, qv_perm)) return false;
   m.nodes.push_back(merge);

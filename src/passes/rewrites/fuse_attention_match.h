@@ -51,6 +51,11 @@ struct RowSoftmax {
 };
 std::optional<RowSoftmax> row_softmax(Node* exp);
 
+// The product (E . V) of the row form divided by ReduceSum(E) (`rows`' sum): the Div's
+// output, the Div appended to `nodes`; `mixed` itself without `rows`; nullptr when the
+// product is not read by exactly that Div.
+Value* divided_by_row_sums(Value* mixed, const std::optional<RowSoftmax>& rows, std::vector<Node*>& nodes);
+
 // `v` through a fake quantization whose pair belongs to the chain alone (the quantized
 // value and the dequantized one each read once): the float tensor quantized, or nullptr.
 Value* through_fake_quant(Value* v, FakeQuant& fq, bool allow_int16 = false);

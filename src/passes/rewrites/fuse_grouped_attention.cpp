@@ -211,13 +211,8 @@ bool match(Node* softmax, Match& m) {
   if (m.quantized && !(vx = attention::through_fake_quant(vx, m.v_quant))) return false;
   if (vx->producer() && is_op(vx->producer(), "Reshape") && !single_use(vx)) return false;
   m.v = through_repeat_kv(vx, m.nodes);
-  Value* mixed = pv->output(0);
-  if (rows) {  // (E . V) / ReduceSum(E)
-    Node* div = sole_consumer(mixed);
-    if (!is_op(div, "Div") || div->input(0) != mixed || div->input(1) != rows->sum->output(0)) return false;
-    m.nodes.push_back(div);
-    mixed = div->output(0);
-  }
+  Value* mixed = attention::divided_by_row_sums(pv->output(0), rows, m.nodes);
+  if (!mixed) return false;
   if (m.quantized)
     for (const FakeQuant* f : {&m.q_quant, &m.k_quant, &m.p_quant, &m.v_quant})
       m.nodes.insert(m.nodes.end(), {f->quantize, f->dequantize});

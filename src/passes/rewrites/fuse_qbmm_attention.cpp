@@ -104,13 +104,8 @@ bool match_int8_bmm(Node* sm, QMatch& qm) {
     m.nodes.insert(m.nodes.end(), {f->quantize, f->dequantize});
   m.nodes.push_back(pv);
 
-  Value* mixed = pv->output(0);
-  if (rows) {  // (E . V) / ReduceSum(E)
-    Node* div = sole_consumer(mixed);
-    if (!is_op(div, "Div") || div->input(0) != mixed || div->input(1) != rows->sum->output(0)) return false;
-    m.nodes.push_back(div);
-    mixed = div->output(0);
-  }
+  Value* mixed = attention::divided_by_row_sums(pv->output(0), rows, m.nodes);
+  if (!mixed) return false;
   Node* split = nullptr;
   std::tie(split, m.final_reshape) = heads_merged(mixed, m.nodes);
   if (!split) return false;

@@ -8,7 +8,9 @@
 //       a LayerScale Mul folded in, fold_matmul_output_scale.cpp), then + residual. qa is A quantized with the given
 //       a_scale/a_zero_point (static), or per row of A when a_scale is absent (dynamic).
 //       A uint8/int8 is already quantized (qa = A): static only, a_zero_point of A's type
-//       (absent: A uint8), no a_channel_scale.
+//       (absent: A uint8), no a_channel_scale. A uint8 with an int32 a_zero_point is
+//       quantized per row: a_scale and a_zero_point hold one value per row (A's shape
+//       without its last dim), as octet.LayerNormQuantize's per-row mode writes them.
 //       With y_scale (input 10; y_zero_point, input 11, uint8/int8, absent: uint8 0) Y is
 //       that float result quantized: QuantizeLinear(Y, y_scale, y_zero_point), the A of the
 //       static QMatMuls that read it (fuse_qmatmul_output_quantize.cpp).
@@ -21,6 +23,11 @@
 //       the static QMatMuls that read a LayerNorm (fuse_layer_norm_quantize.cpp) and, for a
 //       SmoothQuant-smoothed copy of a LayerNorm (gamma / s, beta / s), the float output
 //       of the original too.
+//       With attribute dynamic_type ("uint8" | "int8"; no y_scale / y_zero_point) each
+//       normalized row gets its own parameters, exactly those a dynamic QMatMul computes
+//       for it (uint8: the row's min/max range; int8: symmetric max|x| / 127, stored as
+//       uint8 with zero point 128, the product's domain): outputs (Q uint8, a_scale
+//       float32 [rows], a_zero_point int32 [rows], Y?), the A of per-token QMatMuls.
 //
 // The rule checks what the kernels rely on: element types, B 2-D, b_scale/b_zero_point
 // one per tensor or one per column, a_zero_point only next to a_scale (a dynamic node
@@ -74,11 +81,34 @@ void infer_qmatmul(InferContext& ctx) {
   if (node.has_attr("dynamic_type")) {
     const std::string dyn = node.attr_string("dynamic_type", "uint8");
     if (dyn != "uint8" && dyn != "int8") ctx.fail("dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
-    if (is_static) ctx.fail("dynamic_type applies only without a_scale (dynamic quantization); input 1 is given");
+    // A quantized per row (int32 a_zero_point) keeps the attribute: how its producer quantized.
+    const bool per_row = ctx.has_input(2) && ctx.input_dtype(2) == DType::Int32;
+    if (is_static && !per_row)
+      ctx.fail("dynamic_type applies only without a_scale (dynamic quantization); input 1 is given");
   }
 
   const bool quantized_a = ctx.input_dtype(0) == DType::UInt8 || ctx.input_dtype(0) == DType::Int8;
-  if (quantized_a) {
+  // A quantized per row (octet.LayerNormQuantize with dynamic_type): uint8 A, a_scale
+  // float32 and a_zero_point int32 with one value per row (A's leading dims).
+  const bool per_row_a = quantized_a && ctx.has_input(2) && ctx.input_dtype(2) == DType::Int32;
+  if (per_row_a) {
+    if (ctx.input_dtype(0) != DType::UInt8)
+      ctx.fail(describe_input(ctx, 2), " (a_zero_point) is int32 (one per row): A must be uint8, got ",
+               dtype_name(ctx.input_dtype(0)));
+    if (!is_static) ctx.fail("an int32 a_zero_point (per row) needs a_scale (input 1)");
+    if (ctx.has_input(8)) ctx.fail("a_channel_scale applies to a float A only; A is uint8");
+    require_dtype(ctx, 1, DType::Float32);
+    const auto& a0 = ctx.input_dims(0);
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      const auto& d = ctx.input_dims(i);
+      if (!a0 || !d || a0->empty()) continue;
+      bool same = d->size() + 1 == a0->size();
+      for (size_t j = 0; same && j < d->size(); ++j) same = !known_differ((*d)[j], (*a0)[j]);
+      if (!same)
+        ctx.fail(describe_input(ctx, i), " must have one value per row of A ", describe_input(ctx, 0),
+                 " (A's shape without its last dim)");
+    }
+  } else if (quantized_a) {
     if (!is_static) ctx.fail(describe_input(ctx, 0), " (A) is already quantized: a_scale (input 1) is required");
     const DType zp = ctx.has_input(2) ? ctx.input_dtype(2) : DType::UInt8;
     if (zp != ctx.input_dtype(0))
@@ -88,7 +118,9 @@ void infer_qmatmul(InferContext& ctx) {
   } else {
     require_dtype(ctx, 0, DType::Float32);
   }
-  if (is_static) {
+  if (per_row_a) {
+    // checked above
+  } else if (is_static) {
     require_dtype(ctx, 1, DType::Float32);
     if (!one_element(ctx.input_dims(1))) ctx.fail(describe_input(ctx, 1), " (a_scale) must be a scalar");
     if (ctx.has_input(2)) {
@@ -181,18 +213,38 @@ void check_row_param(const InferContext& ctx, size_t i, const std::optional<DimV
              x->back().to_string());
 }
 
+// Per-row mode (attribute dynamic_type): no y_scale / y_zero_point; outputs (Q uint8,
+// a_scale float32 [rows], a_zero_point int32 [rows], Y?), rows = X's leading dims.
+void infer_layer_norm_quantize_per_row(InferContext& ctx, const std::optional<DimVector>& x) {
+  const std::string dyn = ctx.node().attr_string("dynamic_type", "uint8");
+  if (dyn != "uint8" && dyn != "int8") ctx.fail("dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
+  if (ctx.has_input(3) || ctx.has_input(4))
+    ctx.fail("y_scale / y_zero_point (inputs 3, 4) are given with dynamic_type: per-row mode computes each row's "
+             "scale and zero point");
+  if (ctx.num_outputs() < 3 || ctx.num_outputs() > 4)
+    ctx.fail("with dynamic_type has outputs Q, a_scale, a_zero_point and (optional) Y, got ", ctx.num_outputs());
+  std::optional<DimVector> rows;
+  if (x) rows = DimVector(x->begin(), x->end() - 1);
+  ctx.set_output(0, DType::UInt8, x);
+  ctx.set_output(1, DType::Float32, rows);
+  ctx.set_output(2, DType::Int32, rows);
+  if (ctx.num_outputs() == 4) ctx.set_output(3, DType::Float32, x);
+}
+
 void infer_layer_norm_quantize(InferContext& ctx) {
   if (ctx.num_inputs() > 7)
     ctx.fail("takes at most 7 inputs (X, scale, bias, y_scale, y_zero_point, q_scale, q_bias), got ",
              ctx.num_inputs());
-  if (ctx.num_outputs() < 1 || ctx.num_outputs() > 2) ctx.fail("has outputs Q and (optional) Y, got ", ctx.num_outputs());
-  if (!ctx.has_input(1) || !ctx.has_input(3)) ctx.fail("scale (input 1) and y_scale (input 3) are required");
+  if (!ctx.has_input(1)) ctx.fail("scale (input 1) is required");
   require_dtype(ctx, 0, DType::Float32);
   const auto& x = ctx.input_dims(0);
   if (x && x->empty()) ctx.fail(describe_input(ctx, 0), " (X) must have rank >= 1");
   for (size_t i : {size_t{1}, size_t{2}, size_t{5}, size_t{6}})
     if (ctx.has_input(i)) check_row_param(ctx, i, x);
   if (ctx.has_input(6) && !ctx.has_input(5)) ctx.fail("q_bias (input 6) is given without q_scale (input 5)");
+  if (ctx.node().has_attr("dynamic_type")) return infer_layer_norm_quantize_per_row(ctx, x);
+  if (ctx.num_outputs() < 1 || ctx.num_outputs() > 2) ctx.fail("has outputs Q and (optional) Y, got ", ctx.num_outputs());
+  if (!ctx.has_input(3)) ctx.fail("y_scale (input 3) is required (or dynamic_type, for per-row parameters)");
   require_dtype(ctx, 3, DType::Float32);
   if (!one_element(ctx.input_dims(3))) ctx.fail(describe_input(ctx, 3), " (y_scale) must be a scalar");
   DType q = DType::UInt8;

@@ -131,7 +131,42 @@ TEST(OctetQuantOps, QMatMulTakesAQuantizedA) {
   EXPECT_EQ(y.to_float_vector(), (std::vector<float>{-2.25f, 3, 3, -2}));
 }
 
-std::string norm_quantize_error(const std::vector<std::optional<In>>& ins, int outputs = 1, std::string* out = nullptr) {
+// A uint8 A quantized per row (LayerNormQuantize's per-row mode): a_scale float32 and
+// a_zero_point int32 with one value per row.
+TEST(OctetQuantOps, QMatMulTakesAPerRowQuantizedA) {
+  auto expect = [](const std::string& err, const std::string& fragment) {
+    EXPECT_TRUE(contains(err, fragment)) << "want '" << fragment << "' in: " << err;
+  };
+  const std::optional<In> none;
+  const In a_u8{"a", DType::UInt8, DimVector{S("batch"), S("seq"), 4}};
+  const In a_s8{"a", DType::Int8, DimVector{S("batch"), S("seq"), 4}};
+  const In rs{"s", DType::Float32, DimVector{S("batch"), S("seq")}};
+  const In rz{"z", DType::Int32, DimVector{S("batch"), S("seq")}};
+  std::string out;
+  EXPECT_EQ(infer_error({a_u8, rs, rz, kB, kSb, kZb, kBias, kRes}, {Attribute::make_string("dynamic_type", "uint8")},
+                        &out),
+            "");
+  EXPECT_EQ(out, "[batch,seq,6] float32");
+  expect(infer_error({a_s8, rs, rz, kB, kSb}), "A must be uint8, got int8");
+  expect(infer_error({a_u8, In{"s", DType::Float32, DimVector{S("batch"), S("seq"), 4}}, rz, kB, kSb}),
+         "must have one value per row of A");
+  expect(infer_error({a_u8, rs, In{"z", DType::Int32, DimVector{S("batch")}}, kB, kSb}),
+         "must have one value per row of A");
+  expect(infer_error({a_u8, rs, rz, kB, kSb, none, none, none, In{"c", DType::Float32, DimVector{4}}}),
+         "a_channel_scale applies to a float A only");
+  // The reference: row m uses a_scale[m], a_zero_point[m]. Row 0 is the hand computation
+  // of QMatMulTakesAQuantizedA ([-2.25, 3]); row 1 with scale 1 instead of 0.5 doubles
+  // its product: 2 * ([3, -2] - bias) + bias = [5, -3].
+  const Tensor y = testing::run({"QMatMul",
+                                 {tensor<uint8_t>({2, 3}, {5, 2, 8, 3, 5, 1}), f32({2}, {0.5f, 1.0f}),
+                                  tensor<int32_t>({2}, {3, 3}), tensor<int8_t>({3, 2}, {1, -2, 3, 4, -5, 6}),
+                                  f32({2}, {0.25f, 0.5f}), tensor<int8_t>({2}, {0, 1}), f32({2}, {1, -1})},
+                                 {}, 21, 1, "octet"})[0];
+  EXPECT_EQ(y.to_float_vector(), (std::vector<float>{-2.25f, 3, 5, -3}));
+}
+
+std::string norm_quantize_error(const std::vector<std::optional<In>>& ins, int outputs = 1, std::string* out = nullptr,
+                                std::vector<Attribute> attrs = {}) {
   testing::GraphBuilder b;
   b.g.opset_imports["octet"] = 1;
   std::vector<std::string> names;
@@ -139,13 +174,14 @@ std::string norm_quantize_error(const std::vector<std::optional<In>>& ins, int o
     names.push_back(i ? i->name : "");
     if (i) b.input(i->name, i->type, i->dims);
   }
-  std::vector<std::string> outs = {"q", "y"};
+  const bool per_row = !attrs.empty();
+  std::vector<std::string> outs = per_row ? std::vector<std::string>{"q", "qs", "qz", "y"} : std::vector<std::string>{"q", "y"};
   outs.resize(static_cast<size_t>(outputs));
-  b.g.add_node("LayerNormQuantize", names, outs, {}, "octet", "lnq");
+  b.g.add_node("LayerNormQuantize", names, outs, std::move(attrs), "octet", "lnq");
   const std::string err = error_of([&] { b.infer(); });
   if (err.empty() && out) {
-    *out = dims_to_string(b.dims("q")) + " " + dtype_name(b.type("q").dtype);
-    if (outputs == 2) *out += ", " + dims_to_string(b.dims("y")) + " " + dtype_name(b.type("y").dtype);
+    out->clear();
+    for (const std::string& o : outs) *out += (out->empty() ? "" : ", ") + dims_to_string(b.dims(o)) + " " + dtype_name(b.type(o).dtype);
   }
   return err;
 }
@@ -167,8 +203,8 @@ TEST(OctetQuantOps, LayerNormQuantizeInfersAndChecks) {
     EXPECT_TRUE(contains(err, "node 'lnq' (octet.LayerNormQuantize)")) << err;
     EXPECT_TRUE(contains(err, fragment)) << "want '" << fragment << "' in: " << err;
   };
-  expect(norm_quantize_error({x, none, none, kScale}), "scale (input 1) and y_scale (input 3) are required");
-  expect(norm_quantize_error({x, g, b, none}), "scale (input 1) and y_scale (input 3) are required");
+  expect(norm_quantize_error({x, none, none, kScale}), "scale (input 1) is required");
+  expect(norm_quantize_error({x, g, b, none}), "y_scale (input 3) is required");
   expect(norm_quantize_error({x, In{"g", DType::Float32, DimVector{5}}, b, kScale}), "X's last dim is 4");
   expect(norm_quantize_error({x, g, b, kScale, kZpU8, gs, In{"bs", DType::Float32, DimVector{4, 1}}}),
          "must be 1-D [K]");
@@ -177,6 +213,33 @@ TEST(OctetQuantOps, LayerNormQuantizeInfersAndChecks) {
   expect(norm_quantize_error({x, g, b, kScale, In{"z", DType::Int32, DimVector{}}}), "uint8 or int8");
   expect(norm_quantize_error({In{"x", DType::Float16, DimVector{2, 4}}, g, b, kScale}), "input 0 'x'");
   expect(norm_quantize_error({x, g, b, kScale}, 3), "has outputs Q and (optional) Y");
+
+  // Per-row mode (dynamic_type): Q uint8, a_scale float32 / a_zero_point int32 per row, Y.
+  const std::vector<Attribute> u8 = {Attribute::make_string("dynamic_type", "uint8")};
+  EXPECT_EQ(norm_quantize_error({x, g, b, none, none, gs, bs}, 4, &out, u8), "");
+  EXPECT_EQ(out, "[batch,5,4] uint8, [batch,5] float32, [batch,5] int32, [batch,5,4] float32");
+  EXPECT_EQ(norm_quantize_error({x, g}, 3, &out, {Attribute::make_string("dynamic_type", "int8")}), "");
+  EXPECT_EQ(out, "[batch,5,4] uint8, [batch,5] float32, [batch,5] int32");
+  expect(norm_quantize_error({x, g, b, kScale}, 3, nullptr, u8), "are given with dynamic_type");
+  expect(norm_quantize_error({x, g, b}, 2, nullptr, u8), "outputs Q, a_scale, a_zero_point and (optional) Y");
+  expect(norm_quantize_error({x, g, b}, 3, nullptr, {Attribute::make_string("dynamic_type", "int4")}),
+         "dynamic_type must be");
+  // By hand (eps 0): row [1, 3] normalizes to [-1, 1]. uint8: scale 2/255, whose float32
+  // is a little above 2/255, so 1 / scale = 127.4999...: zero point 127, Q = [-127 + 127,
+  // 127 + 127] = [0, 254]; int8: scale 1/127, Q = [-127, 127] + 128 = [1, 255], zero
+  // point 128.
+  for (const std::string type : {"uint8", "int8"}) {
+    const std::vector<Tensor> rows = testing::run(
+        {"LayerNormQuantize",
+         {f32({1, 2}, {1, 3}), f32({2}, {1, 1}), f32({2}, {0, 0})},
+         {Attribute::make_float("epsilon", 0.0f), Attribute::make_string("dynamic_type", type)}, 21, 3, "octet"});
+    ASSERT_EQ(rows.size(), 3u);
+    const std::vector<float> want_q = type == "uint8" ? std::vector<float>{0, 254} : std::vector<float>{1, 255};
+    EXPECT_EQ(rows[0].to_float_vector(), want_q);
+    EXPECT_EQ(rows[1].to_float_vector(), std::vector<float>{type == "uint8" ? 2.0f / 255.0f : 1.0f / 127.0f});
+    EXPECT_EQ(rows[2].dtype(), DType::Int32);
+    EXPECT_EQ(rows[2].to_float_vector(), std::vector<float>{type == "uint8" ? 127.0f : 128.0f});
+  }
 
   // The reference by hand: row [1, 3] normalizes to [-1, 1] (eps 0); the quantized branch
   // (gs = [2, 2], bs = [0.5, 0]) gives [-1.5, 2] -> round(x / 0.5) + 10 = [7, 14]; Y with

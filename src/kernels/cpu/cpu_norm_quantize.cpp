@@ -11,6 +11,7 @@
 // The row kernels are the ones the LayerNormalization and QuantizeLinear kernels use
 // (vec_ops().norm_row, quant_ops().quantize), applied in the same order, so Q and Y are
 // bit-identical to those kernels run one after the other.
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/quant_ops.h"
@@ -29,11 +30,57 @@ void fall_back(KernelContext& ctx) {
   run_reference(ctx);
 }
 
+// Per-row mode (dynamic_type): each normalized row, while it is in L1, gets the parameters
+// QMatMulState::quantize_rows would compute from it (the same min_max / abs_max, params
+// and quantize calls), so the per-token QMatMuls that read Q see the same numbers as when
+// they quantized the float LayerNorm output themselves.
+void layer_norm_quantize_per_row(KernelContext& ctx, const Tensor& x, const float* g, const float* b,
+                                 const float* qg, const float* qb, bool separate_q) {
+  const std::string dyn = ctx.node().attr_string("dynamic_type", "uint8");
+  if ((dyn != "uint8" && dyn != "int8") || ctx.optional_input(3) || ctx.optional_input(4)) return fall_back(ctx);
+  const bool int8 = dyn == "int8";
+  const int64_t cols = x.shape().back();
+  const std::vector<int64_t> lead(x.shape().begin(), x.shape().end() - 1);
+  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
+  uint8_t* pq = ctx.allocate_output_uninitialized(0, DType::UInt8, x.shape()).mutable_raw();
+  float* ps = ctx.allocate_output_uninitialized(1, DType::Float32, lead).mutable_data<float>();
+  int32_t* pz = ctx.allocate_output_uninitialized(2, DType::Int32, lead).mutable_data<int32_t>();
+  float* py = ctx.output_wanted(3) ? ctx.allocate_output_uninitialized(3, DType::Float32, x.shape()).mutable_data<float>()
+                                   : nullptr;
+  const int64_t rows = x.numel() / cols;
+  const float* px = x.data<float>();
+  const bool shared = !separate_q && py;  // Q is Y quantized: no second normalization
+  const VecTable& t = vec_ops();
+  const QuantTable& qt = quant_ops();
+  parallel_ranges(ctx, rows, x.numel(), [&](int64_t begin, int64_t end) {
+    std::vector<float> row(shared ? 0 : static_cast<size_t>(cols));
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = px + r * cols;
+      float* yr = py ? py + r * cols : nullptr;
+      float* n = shared ? yr : row.data();
+      t.norm_row(xr, n, cols, shared ? g : qg, shared ? b : qb, eps, true);
+      RowParams p{};
+      if (int8) {
+        p = dynamic_int8_params(qt.abs_max(n, cols));
+        p.zero_point = 128;  // symmetric int8, shifted into uint8 (the product's domain)
+      } else {
+        float mn = 0, mx = 0;
+        qt.min_max(n, cols, &mn, &mx);
+        p = dynamic_uint8_params(mn, mx);
+      }
+      qt.quantize(n, cols, p.scale, p.zero_point, 0, 255, pq + r * cols);
+      ps[r] = p.scale;
+      pz[r] = p.zero_point;
+      if (yr && !shared) t.norm_row(xr, yr, cols, g, b, eps, true);
+    }
+  });
+}
+
 void layer_norm_quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* bias = ctx.optional_input(2);
-  const Tensor& y_scale = ctx.input(3);
+  const Tensor* y_scale_in = ctx.optional_input(3);  // absent in per-row mode
   const Tensor* zp = ctx.optional_input(4);
   const Tensor* q_scale = ctx.optional_input(5);
   const Tensor* q_bias = ctx.optional_input(6);
@@ -42,6 +89,14 @@ void layer_norm_quantize_kernel(KernelContext& ctx) {
   if (!row_param(&scale, cols) || !row_param(bias, cols) || !row_param(q_scale, cols) || !row_param(q_bias, cols) ||
       (q_bias && !q_scale))
     return fall_back(ctx);
+  if (ctx.node().has_attr("dynamic_type")) {
+    const float* g = scale.data<float>();
+    const float* b = bias ? bias->data<float>() : nullptr;
+    return layer_norm_quantize_per_row(ctx, x, g, b, q_scale ? q_scale->data<float>() : g,
+                                       q_scale ? (q_bias ? q_bias->data<float>() : nullptr) : b, q_scale != nullptr);
+  }
+  if (!y_scale_in) return fall_back(ctx);
+  const Tensor& y_scale = *y_scale_in;
   if (y_scale.dtype() != DType::Float32 || y_scale.numel() != 1 || y_scale.rank() > 1) return fall_back(ctx);
   if (zp && ((zp->dtype() != DType::UInt8 && zp->dtype() != DType::Int8) || zp->numel() != 1 || zp->rank() > 1))
     return fall_back(ctx);

@@ -19,6 +19,26 @@ void run_reference(KernelContext& ctx, const QMatMulState& state) {
   run_reference_kernel(ctx, 3, &b);
 }
 
+// A into the product's uint8 domain: as it is (uint8 from the producer), shifted (int8),
+// or quantized (float), with each row's scale and zero point in sa / za.
+const uint8_t* quantize_a(KernelContext& ctx, const QMatMulState& state, const Tensor& a, DType a_type, int64_t m,
+                          int64_t k, float* sa, int32_t* za) {
+  if (a_type == DType::UInt8) {
+    std::fill(sa, sa + m, state.static_scale());
+    std::fill(za, za + m, state.static_zero_point());
+    return a.data<uint8_t>();  // quantized by the producer: no pass of its own
+  }
+  uint8_t* scratch = thread_scratch_as<uint8_t>(Scratch::QuantizedA, m * k);
+  if (a_type == DType::Int8) {
+    const int8_t* pa = a.data<int8_t>();
+    cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.shift_rows(pa, begin, end, scratch, sa, za); });
+  } else {
+    const float* pa = a.data<float>();
+    cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.quantize_rows(pa, begin, end, scratch, sa, za); });
+  }
+  return scratch;
+}
+
 void qmatmul_kernel(KernelContext& ctx) {
   const auto& state = ctx.state_as<QMatMulState>();
   const Tensor& a = ctx.input(0);
@@ -36,23 +56,25 @@ void qmatmul_kernel(KernelContext& ctx) {
   }
   const int64_t m = a.numel() / k;
 
-  float* sa = thread_scratch_as<float>(Scratch::RowScales, m);
-  int32_t* za = thread_scratch_as<int32_t>(Scratch::RowZeros, m);
+  const float* sa = nullptr;
+  const int32_t* za = nullptr;
   const uint8_t* qa = nullptr;
-  if (a_type == DType::UInt8) {
-    qa = a.data<uint8_t>();  // quantized by the producer: no pass of its own
-    std::fill(sa, sa + m, state.static_scale());
-    std::fill(za, za + m, state.static_zero_point());
+  if (state.per_row_a()) {
+    // The producer quantized each row and wrote its parameters: read them as they are.
+    const Tensor* s = ctx.optional_input(1);
+    const Tensor* z = ctx.optional_input(2);
+    if (!s || !z || s->dtype() != DType::Float32 || z->dtype() != DType::Int32 || s->numel() != m ||
+        z->numel() != m || s->rank() + 1 != a.rank() || z->rank() + 1 != a.rank())
+      return run_reference(ctx, state);
+    qa = a.data<uint8_t>();
+    sa = s->data<float>();
+    za = z->data<int32_t>();
   } else {
-    uint8_t* scratch = thread_scratch_as<uint8_t>(Scratch::QuantizedA, m * k);
-    qa = scratch;
-    if (a_type == DType::Int8) {
-      const int8_t* pa = a.data<int8_t>();
-      cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.shift_rows(pa, begin, end, scratch, sa, za); });
-    } else {
-      const float* pa = a.data<float>();
-      cpu::parallel_ranges(ctx, m, m * k, [&](int64_t begin, int64_t end) { state.quantize_rows(pa, begin, end, scratch, sa, za); });
-    }
+    float* row_scale = thread_scratch_as<float>(Scratch::RowScales, m);
+    int32_t* row_zero = thread_scratch_as<int32_t>(Scratch::RowZeros, m);
+    sa = row_scale;
+    za = row_zero;
+    qa = quantize_a(ctx, state, a, a_type, m, k, row_scale, row_zero);
   }
 
   if (state.fused()) {

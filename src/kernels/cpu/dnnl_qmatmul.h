@@ -9,7 +9,8 @@
 // activation is shifted by +128, see dnnl_int8_gemm.h), per row in dynamic mode (the
 // row's range, parameters and quantization while it is in cache); a uint8 A that
 // octet.LayerNormQuantize already quantized goes to the product as it is (int8: shifted
-// by +128 into the scratch), then:
+// by +128 into the scratch); a uint8 A quantized per row (int32 a_zero_point) comes with
+// its rows' a_scale / a_zero_point tensors and takes the dynamic path below, then:
 // - static, where oneDNN's int8 product is exact: one fused primitive. oneDNN 2.6 adds the
 //   bias before the output scales (dst = scale * (acc + bias), measured on brgemm VNNI
 //   and AMX and on gemm:jit), so the bias it gets is in accumulator units and folds the
@@ -50,6 +51,9 @@ class QMatMulState : public KernelState {
   // A arrives quantized (uint8, or int8 when int8_activation()), with the static parameters.
   bool quantized_a() const { return quantized_a_; }
   bool int8_activation() const { return int8_activation_; }
+  // A is uint8 quantized per row: a_scale (float32) / a_zero_point (int32) per row come
+  // with each run.
+  bool per_row_a() const { return per_row_a_; }
   float static_scale() const { return sa_; }
   int32_t static_zero_point() const { return za_; }  // uint8 domain (int8 + 128)
   // Rows [begin, end) of a quantized A into the uint8 domain of the product (int8 shifted
@@ -94,6 +98,7 @@ class QMatMulState : public KernelState {
   std::unique_ptr<Int8Gemm> gemm_;
   bool static_ = true;
   bool quantized_a_ = false;
+  bool per_row_a_ = false;
   bool int8_activation_ = false;  // static: a_zero_point is int8; dynamic: dynamic_type int8
   float sa_ = 1;                  // static a_scale
   int32_t za_ = 0;                // static a_zero_point, uint8 domain (+128 for int8)

@@ -28,8 +28,15 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   // must describe it (a_zero_point of A's type, no a_channel_scale).
   s->quantized_a_ = a->type.dtype == DType::UInt8 || a->type.dtype == DType::Int8;
   if (!s->quantized_a_ && a->type.dtype != DType::Float32) return nullptr;
-  if (s->quantized_a_ && (!node.input(1) || node.input(8) ||
-                          (node.input(2) ? node.input(2)->type.dtype : DType::UInt8) != a->type.dtype))
+  // Quantized per row (an int32 a_zero_point; LayerNormQuantize with dynamic_type): the
+  // run's a_scale / a_zero_point tensors are the rows' parameters, so it runs as a dynamic
+  // node (raw sums + the per-row epilogue) without a quantization pass.
+  s->per_row_a_ = s->quantized_a_ && node.input(2) && node.input(2)->type.dtype == DType::Int32;
+  if (s->per_row_a_ && (a->type.dtype != DType::UInt8 || !node.input(1) || node.input(8) ||
+                        node.input(1)->type.dtype != DType::Float32))
+    return nullptr;
+  if (s->quantized_a_ && !s->per_row_a_ &&
+      (!node.input(1) || node.input(8) || (node.input(2) ? node.input(2)->type.dtype : DType::UInt8) != a->type.dtype))
     return nullptr;
   const Tensor* b = constant_input(node, 3);
   if (!b || b->dtype() != DType::Int8 || b->rank() != 2) return nullptr;
@@ -88,8 +95,10 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   else if (!act.empty()) return nullptr;  // the reference kernel reports it
 
   // Activations: static parameters are constants; dynamic nodes name their type.
-  s->static_ = node.input(1) != nullptr;
-  if (s->static_) {
+  s->static_ = node.input(1) != nullptr && !s->per_row_a_;
+  if (s->per_row_a_) {
+    // nothing fixed: each run reads the rows' parameters
+  } else if (s->static_) {
     const Tensor* sa = constant_input(node, 1);
     if (!sa || sa->dtype() != DType::Float32 || !one_element(*sa) || node.has_attr("dynamic_type")) return nullptr;
     s->sa_ = sa->data<float>()[0];

@@ -8,7 +8,8 @@
 //    round half to even, + zero point, saturate; NaN gives the zero point), with the
 //    node's a_scale/a_zero_point, or per row (dynamic: DynamicQuantizeLinear's rule on
 //    each row for "uint8", symmetric max|x| / 127 for "int8"; NaN is skipped when the
-//    range is taken). A uint8/int8 A is qa itself.
+//    range is taken). A uint8/int8 A is qa itself (with an int32 a_zero_point: per row,
+//    a_scale[m] / a_zero_point[m]).
 // 2. acc = sum_k (qa - za) * (B - zb), exact in 64 bits.
 // 3. Y = sa * sb * acc + bias in double, rounded once to float32.
 // 4. The activation and the residual run through the ai.onnx Gelu and Add reference
@@ -90,7 +91,8 @@ void qmatmul_kernel(KernelContext& ctx) {
   const bool quantized_a = a.dtype() == DType::UInt8 || a.dtype() == DType::Int8;
   if ((a.dtype() != DType::Float32 && !quantized_a) || a.rank() < 1)
     ctx.fail("A must be float32, uint8 or int8 of rank >= 1, got ", a.describe());
-  if (quantized_a && (!a_scale || channel_scale || (a_zp ? a_zp->dtype() : DType::UInt8) != a.dtype()))
+  const bool per_row_a = a_zp && a_zp->dtype() == DType::Int32;
+  if (quantized_a && !per_row_a && (!a_scale || channel_scale || (a_zp ? a_zp->dtype() : DType::UInt8) != a.dtype()))
     ctx.fail("a quantized A ", a.describe(), " needs a_scale, an a_zero_point of its type (absent: uint8) and no "
              "a_channel_scale");
   if (b.dtype() != DType::Int8 || b.rank() != 2) ctx.fail("B must be int8 [K, N], got ", b.describe());
@@ -111,7 +113,18 @@ void qmatmul_kernel(KernelContext& ctx) {
     for (int64_t i = 0; i < rows * K; ++i) scaled_a[i] = pa[i] * channel_scale->data<float>()[i % K];
     pa = scaled_a.data();
   }
-  if (a_scale) {
+  if (per_row_a) {  // quantized per row (LayerNormQuantize, dynamic_type)
+    if (a.dtype() != DType::UInt8 || !a_scale || a_scale->dtype() != DType::Float32 || a_scale->shape() != lead ||
+        a_zp->shape() != lead)
+      ctx.fail("an int32 a_zero_point (per row) needs a uint8 A and float32 a_scale / int32 a_zero_point of shape ",
+               shape_to_string(lead), "; got A ", a.describe(), ", a_scale ",
+               a_scale ? a_scale->describe() : std::string("absent"), ", a_zero_point ", a_zp->describe());
+    for (int64_t m = 0; m < rows; ++m) {
+      sa[m] = a_scale->data<float>()[m];
+      za[m] = a_zp->data<int32_t>()[m];
+    }
+    for (int64_t i = 0; i < rows * K; ++i) qa[i] = a.data<uint8_t>()[i];
+  } else if (a_scale) {
     if (a_scale->dtype() != DType::Float32 || a_scale->numel() != 1 || a_scale->rank() > 1)
       ctx.fail("a_scale must be a float32 scalar, got ", a_scale->describe());
     if (node.has_attr("dynamic_type")) ctx.fail("dynamic_type applies only without a_scale");
@@ -200,6 +213,37 @@ void qmatmul_kernel(KernelContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
+// LayerNormQuantize with dynamic_type: each normalized row quantized with the parameters a
+// dynamic QMatMul computes for it; int8 is stored as uint8 with zero point 128.
+void layer_norm_quantize_per_row(KernelContext& ctx, const Tensor& x, const Tensor* g, const Tensor* b) {
+  const std::string dyn = ctx.node().attr_string("dynamic_type", "uint8");
+  if (dyn != "uint8" && dyn != "int8") ctx.fail("dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
+  if (ctx.optional_input(3) || ctx.optional_input(4)) ctx.fail("y_scale / y_zero_point are given with dynamic_type");
+  const bool int8 = dyn == "int8";
+  const Tensor normalized = ref::run_onnx_kernel("LayerNormalization", ctx.node(), {&x, g, b});
+  const int64_t k = x.shape().back();
+  const std::vector<int64_t> lead(x.shape().begin(), x.shape().end() - 1);
+  const int64_t rows = shape_numel(lead);
+  Tensor q(DType::UInt8, x.shape()), scale(DType::Float32, lead), zero(DType::Int32, lead);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* row = normalized.data<float>() + m * k;
+    float s = 1;
+    int32_t z = 0;
+    dynamic_row(row, k, int8, s, z);
+    for (int64_t i = 0; i < k; ++i)
+      q.mutable_data<uint8_t>()[m * k + i] = static_cast<uint8_t>(
+          int8 ? quantize_one(row[i], s, 0, Range{-128, 127}) + 128 : quantize_one(row[i], s, z, Range{0, 255}));
+    scale.mutable_data<float>()[m] = s;
+    zero.mutable_data<int32_t>()[m] = int8 ? 128 : z;
+  }
+  ctx.set_output(0, std::move(q));
+  ctx.set_output(1, std::move(scale));
+  ctx.set_output(2, std::move(zero));
+  if (ctx.output_wanted(3))
+    ctx.set_output(3, ref::run_onnx_kernel("LayerNormalization", ctx.node(),
+                                           {&x, &ctx.input(1), ctx.optional_input(2)}));
+}
+
 // octet.LayerNormQuantize: the ai.onnx LayerNormalization reference (last axis) with the
 // quantized branch's parameters, then the QuantizeLinear reference; Y from the
 // LayerNormalization reference with scale and bias.
@@ -213,6 +257,7 @@ void layer_norm_quantize_kernel(KernelContext& ctx) {
   for (const Tensor* p : {&ctx.input(1), ctx.optional_input(2), q_scale, ctx.optional_input(6)})
     if (p && (p->dtype() != DType::Float32 || p->rank() != 1 || p->numel() != x.shape().back()))
       ctx.fail("scale, bias, q_scale and q_bias must be float32 [", x.shape().back(), "], got ", p->describe());
+  if (ctx.node().has_attr("dynamic_type")) return layer_norm_quantize_per_row(ctx, x, g, b);
   const Tensor* zp = ctx.optional_input(4);
   if (ctx.input(3).dtype() != DType::Float32 || ctx.input(3).numel() != 1 || ctx.input(3).rank() > 1)
     ctx.fail("y_scale must be a float32 scalar, got ", ctx.input(3).describe());

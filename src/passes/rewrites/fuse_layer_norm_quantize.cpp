@@ -21,6 +21,10 @@
 //   Y replacing L2's output;
 // - else, with at least one reader: LayerNormQuantize(X, scale, bias, a_scale,
 //   a_zero_point) -> Q, plus Y replacing L's output when other nodes read it too.
+// - per-token readers instead (dynamic QMatMuls: no a_scale / a_zero_point /
+//   a_channel_scale, one dynamic_type; issue 15's per-token static mode): the same
+//   shapes with LayerNormQuantize's per-row mode (dynamic_type, no y_scale), outputs
+//   (Q, a_scale, a_zero_point, Y?); each reader takes them as its inputs 0, 1, 2.
 // The readers then take Q as A. Q is exactly what each reader's own quantization of the
 // float LayerNorm output was (the same row kernels, docs/quantization.md §2).
 #include "ops/infer.h"
@@ -67,7 +71,7 @@ Node* float_twin(const Node* quant, const RemovedNodes& removed) {
   return nullptr;
 }
 
-bool rewrite(Graph& g, PassContext& ctx, Node* norm, Node* twin, const QuantizedReaders& r) {
+bool rewrite(Graph& g, PassContext& ctx, Node* norm, Node* twin, const QuantizedReaders& r, bool per_row) {
   import_octet_domain(g);
   GraphPatch patch = make_patch(g);
   const Node* q0 = r.qmatmuls[0];
@@ -76,21 +80,33 @@ bool rewrite(Graph& g, PassContext& ctx, Node* norm, Node* twin, const Quantized
   std::vector<Value*> inputs = {y_of ? y_of->input(0) : norm->input(0),
                                 y_of ? y_of->input(1) : norm->input(1),
                                 y_of ? input_or_null(y_of, 2) : input_or_null(norm, 2),
-                                q0->input(1), input_or_null(q0, 2)};
+                                per_row ? nullptr : q0->input(1), per_row ? nullptr : input_or_null(q0, 2)};
   if (twin) {
     inputs.push_back(norm->input(1));
     inputs.push_back(input_or_null(norm, 2));
   }
   while (!inputs.back()) inputs.pop_back();
   std::vector<Attribute> attrs = {Attribute::make_float("epsilon", norm->attr_float("epsilon", 1e-5f))};
-  Node* fused = patch.add_node("LayerNormQuantize", inputs, y_of ? 2 : 1, attrs, "octet", norm->name() + "_quantized");
-  for (Node* q : r.qmatmuls) patch.set_input(q, 0, fused->output(0));
-  if (y_of) patch.replace_uses(y_of->output(0), fused->output(1));
+  if (per_row) attrs.push_back(Attribute::make_string("dynamic_type", q0->attr_string("dynamic_type", "uint8")));
+  // Per row: (Q, a_scale, a_zero_point, Y?); static: (Q, Y?).
+  const size_t y_index = per_row ? 3 : 1;
+  Node* fused = patch.add_node("LayerNormQuantize", inputs, y_of ? y_index + 1 : y_index, attrs, "octet",
+                               norm->name() + "_quantized");
+  for (Node* q : r.qmatmuls) {
+    patch.set_input(q, 0, fused->output(0));
+    if (per_row) {
+      patch.set_input(q, 1, fused->output(1));
+      patch.set_input(q, 2, fused->output(2));
+    }
+  }
+  if (y_of) patch.replace_uses(y_of->output(0), fused->output(y_index));
   patch.remove_node(norm);
   if (twin) patch.remove_node(twin);
   if (!ctx.apply(patch)) return false;
-  ctx.count(twin ? "LayerNorm pair -> one pass, float + quantized" : y_of ? "LayerNorm -> float + quantized"
-                                                                           : "LayerNorm -> quantized");
+  const std::string what = twin ? "LayerNorm pair -> one pass, float + quantized"
+                           : y_of ? "LayerNorm -> float + quantized"
+                                  : "LayerNorm -> quantized";
+  ctx.count(per_row ? what + " (per row)" : what);
   return true;
 }
 
@@ -99,10 +115,15 @@ bool run(Graph& g, PassContext& ctx) {
   bool changed = false;
   for (Node* n : g.nodes()) {
     if (removed.contains(n) || !norm_width(n)) continue;
-    const QuantizedReaders r = quantized_readers(n->output(0), false);
+    QuantizedReaders r = quantized_readers(n->output(0), false);
+    bool per_row = false;
+    if (r.qmatmuls.empty()) {
+      r = per_token_readers(n->output(0));
+      per_row = true;
+    }
     if (r.qmatmuls.empty() || r.dead) continue;
     Node* twin = r.others ? nullptr : float_twin(n, removed);
-    if (rewrite(g, ctx, n, twin, r)) {
+    if (rewrite(g, ctx, n, twin, r, per_row)) {
       removed.add({n});
       if (twin) removed.add({twin});
       changed = true;

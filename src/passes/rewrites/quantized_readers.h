@@ -26,4 +26,9 @@ struct QuantizedReaders {
 // must share a_scale, a_zero_point and a_channel_scale (else none counts).
 QuantizedReaders quantized_readers(const Value* y, bool channel_scale_ok);
 
+// The per-token readers of `y`: dynamic QMatMuls (no a_scale, a_zero_point or
+// a_channel_scale) reading `y` at input 0 and nowhere else, all of one dynamic_type
+// (else none counts).
+QuantizedReaders per_token_readers(const Value* y);
+
 }  // namespace octet::passes

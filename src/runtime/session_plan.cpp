@@ -186,21 +186,23 @@ void Session::fold_steps(RunPlan& plan, const RunPlan* previous) const {
 
 std::shared_ptr<const Session::ArenaPlan> Session::place_arena(const RunPlan& plan,
                                                                const std::shared_ptr<const ArenaPlan>& previous) const {
+  // The previous layout serves when every tensor fits the bytes it reserved there, and
+  // the tensors fill at least half of those bytes: a long prompt's layout would spread
+  // the small tensors of the decode steps after it over far more memory.
+  const ArenaPlan* grow_from = nullptr;
   if (previous) {
     bool fits = true;
     size_t total = 0;
     for (int s : arena_slots_) {
       const int64_t b = plan.bytes[s];
       if (b < 0) continue;
-      if (previous->offset[s] < 0 || static_cast<size_t>(b) > previous->reserved[s]) {
-        fits = false;
-        break;
-      }
+      fits = fits && previous->offset[s] >= 0 && static_cast<size_t>(b) <= previous->reserved[s];
       total += aligned(b);
     }
-    // Reused only while the tensors fill at least half of it: a long prompt's layout would
-    // spread the small tensors of the decode steps after it over far more memory.
-    if (fits && total * 2 >= previous->reserved_total) return previous;
+    const bool dense = total * 2 >= previous->reserved_total;
+    if (fits && dense) return previous;
+    // Outgrown, not oversized: the new layout keeps the old reservations.
+    if (dense) grow_from = previous.get();
   }
   std::vector<Lifetime> lives;
   std::vector<int> lives_slot;
@@ -208,8 +210,12 @@ std::shared_ptr<const Session::ArenaPlan> Session::place_arena(const RunPlan& pl
     const int64_t b = plan.bytes[s];
     if (b < 0) continue;
     size_t reserve = static_cast<size_t>(b);
-    // A tensor that outgrew its place keeps growing (a decode step's past): room to double.
-    if (previous && previous->offset[s] >= 0 && reserve > previous->reserved[s]) reserve *= 2;
+    if (grow_from && grow_from->offset[s] >= 0) {
+      // A tensor that outgrew its place keeps growing (a decode step's past): room to
+      // double, so it is laid out again only each time it doubles.
+      const size_t had = grow_from->reserved[s];
+      reserve = reserve > had ? 2 * reserve : had;
+    }
     lives.push_back({reserve, life_first_[s], life_last_[s]});
     lives_slot.push_back(s);
   }

@@ -28,7 +28,11 @@ Tensor& KernelContext::allocate(size_t i, DType dtype, std::vector<int64_t> shap
     outputs_[i] = zero_fill ? Tensor(dtype, std::move(shape)) : Tensor::uninitialized(dtype, std::move(shape));
     return outputs_[i];
   }
-  size_t bytes = checked_tensor_bytes(dtype, shape, node_.describe() + " output " + std::to_string(i));
+  // The label names the node: built only when the size is refused (this runs for every
+  // output of every step).
+  auto fast = try_tensor_bytes(dtype, shape);
+  const size_t bytes = fast ? static_cast<size_t>(*fast)
+                            : checked_tensor_bytes(dtype, shape, node_.describe() + " output " + std::to_string(i));
   outputs_[i] = Tensor(dtype, std::move(shape), allocator_->allocate(i, bytes, zero_fill));
   return outputs_[i];
 }

@@ -14,6 +14,12 @@
 //       changing it (fuse_matmul_epilogue writes only residuals of Y's exact shape).
 //   octet.RMSNormalization(X, scale) axis, epsilon, stash_type
 //       ONNX RMSNormalization (opset 23), for models whose opset predates it.
+//   octet.ApplyRotary(X, cos, sin)
+//       Y = X * cos + rotate_half(X) * sin: rotary position embedding as Llama-family
+//       exports write it, rotate_half(X) = Concat(-X[..., D/2:], X[..., :D/2]) on the last
+//       axis (D even). cos and sin have X's type and broadcast into X without growing it.
+//       Each product and the sum round to X's type, as the Mul, Mul, Add it replaces do.
+//       (Not ai.onnx RotaryEmbedding of opset 23, which gathers half-width caches itself.)
 //   octet.QMatMul: the int8 Linear layer, in octet_quant_ops.cpp (docs/quantization.md).
 //
 // Each rule reuses the ai.onnx rule it extends, so the fused op can never disagree with
@@ -75,9 +81,36 @@ void infer_matmul_bias(InferContext& ctx) {
              " has N = ", *nn);
 }
 
+void infer_apply_rotary(InferContext& ctx) {
+  using namespace math;
+  if (ctx.num_inputs() != 3) ctx.fail("takes 3 inputs (X, cos, sin), got ", ctx.num_inputs());
+  require_type(ctx, 0, is_float_type, kFloatTypes);
+  require_same_type(ctx, 0, 1);
+  require_same_type(ctx, 0, 2);
+  const auto& x = ctx.input_dims(0);
+  if (x) {
+    if (x->empty()) ctx.fail(describe_input(ctx, 0), " must have rank >= 1 (it rotates along its last axis)");
+    if (auto d = x->back().constant(); d && *d % 2 != 0)
+      ctx.fail(describe_input(ctx, 0), " has an odd last dim ", *d, "; rotate_half splits it in two halves");
+  }
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const auto& c = ctx.input_dims(i);
+    if (!x || !c) continue;
+    if (c->size() > x->size()) ctx.fail(describe_input(ctx, i), " has more dims than X ", dims_to_string(*x));
+    const size_t lead = x->size() - c->size();
+    for (size_t k = 0; k < c->size(); ++k) {
+      auto ck = (*c)[k].constant(), xk = (*x)[lead + k].constant();
+      if (ck && xk && *ck != *xk && *ck != 1)
+        ctx.fail(describe_input(ctx, i), " does not broadcast into X ", dims_to_string(*x));
+    }
+  }
+  ctx.set_output(0, ctx.input_dtype(0), x);
+}
+
 }  // namespace
 
 void register_octet_ops(OpRegistry& r) {
+  r.add({"octet", "ApplyRotary", infer_apply_rotary});
   r.add({"octet", "Gelu", infer_gelu});
   r.add({"octet", "MatMulBias", infer_matmul_bias});
   r.add({"octet", "RMSNormalization", infer_rms_norm});

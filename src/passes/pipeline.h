@@ -5,7 +5,8 @@
 //            same-type Cast removal, constant folding, shape-value folding
 //   level 2  level 1 + fusions: Erf- and tanh-GeLU -> octet.Gelu, decomposed LayerNorm ->
 //            LayerNormalization, decomposed RMSNorm -> RMSNormalization (octet domain
-//            below opset 23), MatMul + constant bias -> octet.MatMulBias, multi-head
+//            below opset 23), rotate_half rotary embeddings -> octet.ApplyRotary,
+//            MatMul + constant bias -> octet.MatMulBias, multi-head
 //            attention blocks -> octet.Attention (reading a packed QKV projection in
 //            place; three Q/K/V projections of one input merged into one), and last, once those have converged, Transposes that only move
 //            size-1 axes -> Reshape (a view, no copy)

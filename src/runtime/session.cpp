@@ -41,10 +41,15 @@ void check_static_sizes(const Graph& graph) {
 
 }  // namespace
 
-void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
-               const std::string& what, Bindings& bindings) {
+namespace {
+
+// `what` is called only when a dim does not match: the run loop binds outputs' fresh
+// symbols on every run, and the label names the node (a string built per call).
+template <typename What>
+void bind_dims_with(const DimVector& declared, const std::vector<int64_t>& actual, const What& what,
+                    Bindings& bindings) {
   if (declared.size() != actual.size())
-    fail(what, " has rank ", actual.size(), " (shape ", shape_to_string(actual), "), expected rank ",
+    fail(what(), " has rank ", actual.size(), " (shape ", shape_to_string(actual), "), expected rank ",
          declared.size(), " ", dims_to_string(declared));
   for (size_t i = 0; i < declared.size(); ++i) {
     const Dim& d = declared[i];
@@ -52,15 +57,27 @@ void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
       const std::string name = d.symbol_name();
       auto [it, inserted] = bindings.emplace(name, actual[i]);
       if (!inserted && it->second != actual[i])
-        fail(what, " dim ", i, " is ", actual[i], " but '", name, "' is already ", it->second,
+        fail(what(), " dim ", i, " is ", actual[i], " but '", name, "' is already ", it->second,
              " from another input");
       continue;
     }
     auto expected = d.evaluate(bindings);
     if (expected && *expected != actual[i])
-      fail(what, " dim ", i, " is ", actual[i], ", expected ", *expected,
+      fail(what(), " dim ", i, " is ", actual[i], ", expected ", *expected,
            d.is_constant() ? "" : " (" + d.to_string() + ")");
   }
+}
+
+}  // namespace
+
+void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
+               const std::string& what, Bindings& bindings) {
+  bind_dims_with(declared, actual, [&] { return what; }, bindings);
+}
+
+void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
+               const std::function<std::string()>& what, Bindings& bindings) {
+  bind_dims_with(declared, actual, what, bindings);
 }
 
 Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
@@ -74,6 +91,7 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
   released_.assign(slot_values_.size(), 0);
   select_kernels();
   plan_lifetimes();
+  compile_shapes();
 }
 
 Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
@@ -152,7 +170,10 @@ void Session::select_kernels() {
       step.inputs.push_back(v ? slot_of(v) : -1);
       if (v) last_reader[slot_of(v)] = steps_.size();
     }
-    for (const Value* v : n->implicit_inputs()) last_reader[slot_of(v)] = steps_.size();
+    for (const Value* v : n->implicit_inputs()) {
+      step.implicit.push_back(slot_of(v));
+      last_reader[slot_of(v)] = steps_.size();
+    }
     for (const Value* v : n->outputs()) step.outputs.push_back(v ? slot_of(v) : -1);
     steps_.push_back(std::move(step));
   }
@@ -202,7 +223,7 @@ void Session::plan_lifetimes() {
       if (life_first_[r] >= 0) life_last_[r] = std::max(life_last_[r], static_cast<int>(i));
     };
     for (int in : steps_[i].inputs) touch(in);
-    for (const Value* v : steps_[i].node->implicit_inputs()) touch(slot_of(v));
+    for (int slot : steps_[i].implicit) touch(slot);
     for (int out : steps_[i].outputs) touch(out);
   }
 }

@@ -9,7 +9,10 @@
 // inference promised under those bindings.
 //
 // Intermediate tensors live in one arena per run, laid out by the memory planner
-// (runtime/memory_plan.h) for the run's bindings; the layout is cached per binding.
+// (runtime/memory_plan.h) for the run's bindings. A run plan (session_plan.cpp) is cached
+// per binding and cheap to make: shapes are compiled once, a layout is reused while every
+// tensor fits it, and small integer values whose contents the bindings decide (the shape
+// arithmetic of exported models) are computed once per plan instead of by their nodes.
 //
 // Weights: an optimized kernel may keep a constant weight packed in its own layout
 // (KernelState). A Session that is the sole owner of its graph (built from a
@@ -21,6 +24,7 @@
 // guarded), so several threads may call run() on one Session at once.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,6 +36,7 @@
 
 #include "ir/graph.h"
 #include "kernels/kernel.h"
+#include "runtime/dim_table.h"
 #include "runtime/memory_plan.h"
 
 namespace octet {
@@ -125,16 +130,35 @@ class Session {
     std::vector<int> inputs;   // value slots, -1 for an omitted input
     std::vector<int> outputs;  // value slots, -1 for an unused output
     std::vector<int> release;  // slots whose last reader is this step
+    std::vector<int> implicit; // slots a subgraph reads (node->implicit_inputs())
+    // Every output is a small integer tensor whose contents inference knows symbolically
+    // (Shape, Gather of a shape, Concat of scalars, ...): a plan whose bindings decide them
+    // computes them once, and the step does not run (see RunPlan::folded).
+    bool foldable = false;
+  };
+  // Where the planned tensors live in a run's arena. Plans for different bindings share
+  // one when every tensor fits its reserved bytes (see make_plan), so a decode loop whose
+  // past grows by one token a step does not lay memory out again every step.
+  struct ArenaPlan {
+    std::vector<int64_t> offset;   // per slot; -1 where the tensor uses the heap
+    std::vector<size_t> reserved;  // per slot: the bytes reserved at offset
+    size_t size = 0;               // the arena's bytes
+    size_t reserved_total = 0;     // the reserved bytes summed (aligned)
   };
   // What a run needs to know for one set of input bindings.
   struct RunPlan {
-    std::vector<int64_t> arena_offset;  // per slot; -1 where the tensor uses the heap
-    std::vector<size_t> arena_bytes;    // per slot: the bytes reserved at arena_offset
-    // Per slot, the shape inference promises when every dim evaluates, else empty
-    // with known_shape false (fresh symbols are bound as outputs appear).
-    std::vector<std::vector<int64_t>> shape;
+    // Per DimTable entry (slot shapes, folded contents), its value under the bindings.
+    std::vector<int64_t> dims;
+    std::vector<char> dim_known;
+    // Per slot: every dim of its inferred shape evaluates (else empty with known_shape
+    // false; fresh symbols are bound as outputs appear).
     std::vector<char> known_shape;
-    size_t arena_size = 0;
+    // Per slot: the bytes of its tensor where the arena holds it, else -1.
+    std::vector<int64_t> bytes;
+    std::shared_ptr<const ArenaPlan> arena;
+    // Per slot: contents decided by the bindings alone (the outputs of folded steps).
+    std::vector<std::shared_ptr<const Tensor>> folded;
+    std::vector<char> folded_step;  // per step: its outputs are folded, its kernel skipped
   };
   class RunAllocator;
 
@@ -142,8 +166,15 @@ class Session {
   void select_kernels();
   void release_packed_weights(Graph& graph);
   void plan_lifetimes();
+  void compile_shapes();
   std::shared_ptr<const RunPlan> plan_for(const Bindings& bindings) const;
-  std::shared_ptr<const RunPlan> make_plan(const Bindings& bindings) const;
+  // reuse_arena: may share the arena layout of the plan made last (plan_for); memory_stats
+  // asks for the layout of exactly these bindings.
+  std::shared_ptr<const RunPlan> make_plan(const Bindings& bindings, bool reuse_arena) const;
+  void fold_steps(RunPlan& plan, const RunPlan* previous) const;
+  std::shared_ptr<const ArenaPlan> place_arena(const RunPlan& plan, const std::shared_ptr<const ArenaPlan>& previous) const;
+  // The shape slot `slot` has under `plan` (known_shape[slot] must be set).
+  const int64_t* planned_shape(const RunPlan& plan, int slot) const { return plan.dims.data() + slot_shape_[slot].offset; }
   NamedTensors run_steps(const NamedTensors& inputs, RunProfile* profile, const ValueObserver* observer) const;
 
   std::shared_ptr<const Graph> graph_;
@@ -160,8 +191,20 @@ class Session {
   int released_weights_ = 0;
   size_t released_weight_bytes_ = 0;
 
+  // Shapes and folded contents, compiled once (runtime/dim_table.h); per slot, -1 rank
+  // where the inferred type has no known rank, -1 contents where nothing is folded.
+  DimTable dim_table_;
+  std::vector<DimTable::Span> slot_shape_, slot_contents_;
+  std::vector<char> has_shape_, has_contents_;
+  // Slots that may live in the arena: the roots of their view classes that a step writes.
+  std::vector<int> arena_slots_;
+  std::vector<int> required_slots_;  // graph inputs a run must be given
+  std::vector<int> initializer_slots_, output_slots_;
+
   mutable std::mutex plans_mutex_;
   mutable std::map<Bindings, std::shared_ptr<const RunPlan>> plans_;
+  mutable std::deque<Bindings> plan_order_;  // plans_' keys, oldest first (eviction)
+  mutable std::shared_ptr<const RunPlan> last_plan_;  // made last by plan_for: a layout donor
   mutable ArenaPool arenas_;
 };
 
@@ -169,5 +212,8 @@ class Session {
 // binding. Errors name `what` (e.g. "input 'input_ids'").
 void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
                const std::string& what, Bindings& bindings);
+// The same, building the label only when a dim does not match.
+void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
+               const std::function<std::string()>& what, Bindings& bindings);
 
 }  // namespace octet

@@ -8,20 +8,12 @@
 
 #include <chrono>
 #include <cstring>
-#include <set>
+#include <algorithm>
 
 #include "core/sizes.h"
 #include "runtime/session.h"
 
 namespace octet {
-
-namespace {
-
-// Plans are cached per binding; a caller cycling through many shapes must not grow the
-// cache without bound.
-constexpr size_t kMaxCachedPlans = 64;
-
-}  // namespace
 
 // Hands out arena regions for the outputs the plan placed, heap memory for the rest.
 class Session::RunAllocator : public OutputAllocator {
@@ -32,9 +24,10 @@ class Session::RunAllocator : public OutputAllocator {
 
   std::shared_ptr<Buffer> allocate(size_t output, size_t bytes, bool zero_fill) override {
     int slot = output < step_->outputs.size() ? step_->outputs[output] : -1;
-    if (slot < 0 || plan_.arena_offset[slot] < 0 || bytes > plan_.arena_bytes[slot])
+    const ArenaPlan& arena = *plan_.arena;
+    if (slot < 0 || arena.offset[slot] < 0 || bytes > arena.reserved[slot])
       return zero_fill ? Buffer::allocate(bytes) : Buffer::allocate_uninitialized(bytes);
-    uint8_t* p = arena_->mutable_data() + plan_.arena_offset[slot];
+    uint8_t* p = arena_->mutable_data() + arena.offset[slot];
     if (zero_fill && bytes > 0) std::memset(p, 0, bytes);
     return Buffer::borrow_writable(p, bytes, arena_);
   }
@@ -46,7 +39,8 @@ class Session::RunAllocator : public OutputAllocator {
   }
   // True when `t` sits exactly where the plan put this slot's tensor.
   bool at_planned_place(const Tensor& t, int slot) const {
-    return plan_.arena_offset[slot] >= 0 && t.raw() == arena_->data() + plan_.arena_offset[slot];
+    const int64_t offset = plan_.arena->offset[slot];
+    return offset >= 0 && t.raw() == arena_->data() + offset;
   }
   const std::shared_ptr<Buffer>& arena() const { return arena_; }
 
@@ -55,75 +49,6 @@ class Session::RunAllocator : public OutputAllocator {
   std::shared_ptr<Buffer> arena_;
   const Step* step_ = nullptr;
 };
-
-std::shared_ptr<const Session::RunPlan> Session::plan_for(const Bindings& bindings) const {
-  {
-    std::lock_guard<std::mutex> lock(plans_mutex_);
-    auto it = plans_.find(bindings);
-    if (it != plans_.end()) return it->second;
-  }
-  auto plan = make_plan(bindings);
-  std::lock_guard<std::mutex> lock(plans_mutex_);
-  if (plans_.size() >= kMaxCachedPlans) plans_.clear();
-  plans_.emplace(bindings, plan);
-  return plan;
-}
-
-std::shared_ptr<const Session::RunPlan> Session::make_plan(const Bindings& bindings) const {
-  auto plan = std::make_shared<RunPlan>();
-  const size_t n = slot_values_.size();
-  plan->shape.resize(n);
-  plan->known_shape.assign(n, 0);
-  plan->arena_offset.assign(n, -1);
-  plan->arena_bytes.assign(n, 0);
-  for (size_t s = 0; s < n; ++s) {
-    const TensorType& type = slot_values_[s]->type;
-    if (!type.known() || !type.dims) continue;
-    std::vector<int64_t> shape;
-    bool all = true;
-    for (const Dim& d : *type.dims) {
-      auto v = d.evaluate(bindings);
-      if (!v) {
-        all = false;
-        break;
-      }
-      shape.push_back(*v);
-    }
-    if (!all) continue;
-    plan->known_shape[s] = 1;
-    plan->shape[s] = std::move(shape);
-  }
-  std::vector<Lifetime> lives;
-  std::vector<size_t> lives_slot;
-  for (size_t s = 0; s < n; ++s) {
-    if (life_first_[s] < 0 || !plan->known_shape[s] || slot_values_[s]->type.dtype == DType::String) continue;
-    const Value* v = slot_values_[s];
-    const Node* producer = v->producer();
-    size_t bytes = checked_tensor_bytes(v->type.dtype, plan->shape[s],
-                                        (producer ? producer->describe() + " output '" : "'") + v->name() + "'");
-    lives.push_back({bytes, life_first_[s], life_last_[s]});
-    lives_slot.push_back(s);
-  }
-  ArenaLayout layout = place_lifetimes(lives);
-  for (size_t i = 0; i < lives.size(); ++i) {
-    plan->arena_offset[lives_slot[i]] = static_cast<int64_t>(layout.offsets[i]);
-    plan->arena_bytes[lives_slot[i]] = lives[i].bytes;
-  }
-  plan->arena_size = layout.total_bytes;
-  return plan;
-}
-
-Session::MemoryStats Session::memory_stats(const Bindings& bindings) const {
-  auto plan = plan_for(bindings);
-  MemoryStats stats;
-  stats.arena_bytes = plan->arena_size;
-  for (size_t s = 0; s < plan->arena_offset.size(); ++s)
-    if (plan->arena_offset[s] >= 0) {
-      stats.tensor_bytes += plan->arena_bytes[s];
-      ++stats.arena_tensors;
-    }
-  return stats;
-}
 
 NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const {
   return run_steps(inputs, profile, nullptr);
@@ -138,11 +63,11 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
   // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
   omp_set_num_threads(threads_);
   std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
-  for (const Value* v : graph_->initializers()) values[slot_of(v)] = v->constant();
+  for (int slot : initializer_slots_) values[slot] = slot_values_[slot]->constant();
 
   // Bind and validate inputs.
   Bindings bindings;
-  std::set<std::string> given;
+  std::vector<char> given(slot_values_.size(), 0);
   for (const auto& [name, tensor] : inputs) {
     const Value* v = graph_->find_value(name);
     if (!v || !v->is_graph_input()) {
@@ -150,30 +75,36 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       for (const Value* r : required_inputs()) expected += (expected.empty() ? "" : ", ") + r->name();
       fail("'", name, "' is not an input of this model (inputs: ", expected, ")");
     }
-    if (!given.insert(name).second) fail("input '", name, "' is given twice");
+    const int slot = slot_of(v);
+    if (given[slot]) fail("input '", name, "' is given twice");
+    given[slot] = 1;
     if (v->type.known() && tensor.dtype() != v->type.dtype)
       fail("input '", name, "' is ", dtype_name(tensor.dtype()), ", the model expects ",
            dtype_name(v->type.dtype));
-    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), "input '" + name + "'", bindings);
-    values[slot_of(v)] = std::make_shared<const Tensor>(tensor);
+    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), [&] { return "input '" + name + "'"; }, bindings);
+    values[slot] = std::make_shared<const Tensor>(tensor);
     if (observer) (*observer)(*v, tensor);
   }
-  for (const Value* v : required_inputs())
-    if (!given.count(v->name())) fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
+  for (int slot : required_slots_)
+    if (!given[slot]) {
+      const Value* v = slot_values_[slot];
+      fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
+    }
 
   std::shared_ptr<const RunPlan> plan = plan_for(bindings);
+  const ArenaPlan& arena = *plan->arena;
   // The arena holds every planned tensor; when it cannot be had, the largest one says why.
   const auto arena_label = [&] {
     size_t largest = 0;
-    for (size_t s = 1; s < plan->arena_bytes.size(); ++s)
-      if (plan->arena_bytes[s] > plan->arena_bytes[largest]) largest = s;
+    for (size_t s = 1; s < arena.reserved.size(); ++s)
+      if (arena.reserved[s] > arena.reserved[largest]) largest = s;
     const Value* v = slot_values_.empty() ? nullptr : slot_values_[largest];
-    std::string label = "the run's memory (" + std::to_string(plan->arena_size) + " bytes";
+    std::string label = "the run's memory (" + std::to_string(arena.size) + " bytes";
     if (v) label += "; the largest tensor is " + (v->producer() ? v->producer()->describe() + " output " : std::string()) +
-                    "'" + v->name() + "', " + std::to_string(plan->arena_bytes[largest]) + " bytes";
+                    "'" + v->name() + "', " + std::to_string(arena.reserved[largest]) + " bytes";
     return label + ")";
   };
-  RunAllocator allocator(*plan, naming_allocation_failures(arena_label, [&] { return arenas_.acquire(plan->arena_size); }));
+  RunAllocator allocator(*plan, naming_allocation_failures(arena_label, [&] { return arenas_.acquire(arena.size); }));
   if (profile && profile->steps.size() != steps_.size()) {
     profile->steps.assign(steps_.size(), {});
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -184,6 +115,16 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
   std::vector<const Tensor*> in;
   for (size_t index = 0; index < steps_.size(); ++index) {
     const Step& step = steps_[index];
+    if (plan->folded_step[index]) {
+      // The bindings decided these outputs when the plan was made: nothing to run.
+      for (int slot : step.outputs)
+        if (slot >= 0) {
+          values[slot] = plan->folded[slot];
+          if (observer) (*observer)(*slot_values_[slot], *values[slot]);
+        }
+      for (int slot : step.release) values[slot].reset();
+      continue;
+    }
     const auto step_start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     in.clear();
     for (int slot : step.inputs) {
@@ -193,7 +134,7 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
     }
     // A control-flow node's subgraphs read outer values (implicit inputs): its kernel finds
     // them after the node's own inputs, in node->implicit_inputs() order.
-    for (const Value* v : step.node->implicit_inputs()) in.push_back(values[slot_of(v)].get());
+    for (int slot : step.implicit) in.push_back(values[slot].get());
     KernelContext ctx(*step.node, in);
     ctx.set_state(step.state.get());
     ctx.set_threads(threads_);
@@ -213,14 +154,18 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
           fail("internal error: ", step.node->describe(), " output '", v->name(), "' is ",
                dtype_name(out.dtype()), " but inference said ", dtype_name(v->type.dtype));
         if (plan->known_shape[slot]) {
-          if (plan->shape[slot] != out.shape())
+          const int64_t* expected = planned_shape(*plan, slot);
+          const size_t rank = slot_shape_[slot].size;
+          if (out.shape().size() != rank || !std::equal(expected, expected + rank, out.shape().begin()))
             fail("internal error: ", step.node->describe(), " output '", v->name(), "' has shape ",
-                 shape_to_string(out.shape()), " but inference said ", shape_to_string(plan->shape[slot]),
-                 " (", dims_to_string(*v->type.dims), ")");
+                 shape_to_string(out.shape()), " but inference said ",
+                 shape_to_string(std::vector<int64_t>(expected, expected + rank)), " (", dims_to_string(*v->type.dims),
+                 ")");
         } else if (v->type.dims) {
           // Symbols first seen here (fresh ones from unknown dims) get bound by the result.
           bind_dims(*v->type.dims, out.shape(),
-                    "internal error: " + step.node->describe() + " output '" + v->name() + "'", bindings);
+                    [&] { return "internal error: " + step.node->describe() + " output '" + v->name() + "'"; },
+                    bindings);
         }
       }
       // A kernel not declared as a view may still return an input's memory (a no-op
@@ -239,11 +184,14 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
   if (profile) ++profile->runs;
 
   NamedTensors outputs;
-  for (const Value* v : graph_->outputs()) {
-    const auto& t = values[slot_of(v)];
+  outputs.reserve(output_slots_.size());
+  for (int slot : output_slots_) {
+    const auto& t = values[slot];
+    const Value* v = slot_values_[slot];
     OCTET_ASSERT(t, "graph output '", v->name(), "' was not computed");
-    // The arena goes back to the pool: nothing returned may point into it.
-    outputs.emplace_back(v->name(), allocator.in_arena(*t) ? t->deep_copy() : *t);
+    // The arena goes back to the pool, and folded contents stay with the plan: nothing
+    // returned may point into either.
+    outputs.emplace_back(v->name(), allocator.in_arena(*t) || t == plan->folded[slot] ? t->deep_copy() : *t);
   }
   values.clear();
   arenas_.release(allocator.arena());

@@ -54,11 +54,38 @@ void transpose_kernel(KernelContext& ctx) {
   copy_strided(ctx, out.mutable_raw(), x.raw(), es, view);
 }
 
+// True when the selection is one contiguous run of x's elements (every dim with more than
+// one element keeps x's row-major stride), e.g. rows [0, n) of a table.
+bool contiguous_selection(const ref_shape::StridedView& view) {
+  int64_t stride = 1;
+  for (size_t i = view.shape.size(); i-- > 0;) {
+    if (view.shape[i] > 1 && view.strides[i] != stride) return false;
+    stride *= view.shape[i];
+  }
+  return true;
+}
+
+// Memory that outlives the run and is never written while it does: a weight, a caller's
+// input, a kernel's heap output (shared, so kept alive by the view). Not the run's arena
+// (writable memory the session hands out; a region there is reused once its tensor dies).
+bool safe_to_view(const Tensor& x) {
+  const std::shared_ptr<Buffer>& b = x.buffer();
+  return b && (b->owns_memory() || !b->writable());
+}
+
 void slice_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const size_t es = element_bytes(x.dtype());
   if (es == 0) return run_reference(ctx);
   const ref_shape::StridedView view = ref_shape::slice_view(ctx, x);
+  // A contiguous slice of long-lived memory is returned as a view: a rotary table sliced to
+  // the current length every decode step (Llama exports) would otherwise be copied.
+  const int64_t numel = shape_numel(view.shape);
+  if (numel > 0 && contiguous_selection(view) && safe_to_view(x)) {
+    const size_t bytes = static_cast<size_t>(numel) * es;
+    ctx.set_output(0, Tensor(x.dtype(), view.shape, Buffer::borrow(x.raw() + view.base * es, bytes, x.buffer())));
+    return;
+  }
   Tensor& out = ctx.allocate_output_uninitialized(0, x.dtype(), view.shape);
   copy_strided(ctx, out.mutable_raw(), x.raw(), es, view);
 }

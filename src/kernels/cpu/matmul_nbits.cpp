@@ -175,10 +175,25 @@ constexpr int64_t kShareBytes = 32 * 1024;
 // rounds, median ms) int4 12.0 / 10.7 sharing every GEMV, 7.4 / 8.9 sharing only those of
 // 4 MB and more (the LM head), 8.5 / 7.0 with 1 thread; int8 14.5 / 15.2 -> 10.9 / 10.9
 // (1 thread 10.2 / 9.5). Below ~2 MB (~60 us of one thread's streaming) the gain did not pay.
+// So with SmolLM2 (per-layer GEMVs of 0.17-0.44 MB in int4) only the LM head is shared,
+// and 2 threads are no faster than 1 on a quiet machine either. The environment variable
+// OCTET_SHARE_MIN_BYTES overrides the bound (read once), to tune it where the machine is
+// quiet without rebuilding.
 constexpr int64_t kShareMinBytes = 2 << 20;
 
+int64_t share_min_bytes() {
+  static const int64_t bytes = [] {
+    const char* env = std::getenv("OCTET_SHARE_MIN_BYTES");
+    if (!env || !*env) return kShareMinBytes;
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    return *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : kShareMinBytes;
+  }();
+  return bytes;
+}
+
 int share_threads(const KernelContext& ctx, int64_t weight_bytes) {
-  return weight_bytes < kShareMinBytes ? 1 : ctx.threads();
+  return weight_bytes < share_min_bytes() ? 1 : ctx.threads();
 }
 
 // The float decode GEMV: columns in groups of 8 (whole cache lines of y), chunks of about

@@ -8,6 +8,7 @@ void register_cpu_simd_kernels(KernelRegistry& r) {
   register_cpu_binary(r);
   register_cpu_cast(r);
   register_cpu_reduce(r);
+  register_cpu_rotary(r);
 }
 
 void run_reference(KernelContext& ctx) {

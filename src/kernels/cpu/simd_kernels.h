@@ -24,6 +24,7 @@ void register_cpu_activation(KernelRegistry& r);
 void register_cpu_binary(KernelRegistry& r);
 void register_cpu_cast(KernelRegistry& r);  // Cast to float32 from integers and bool
 void register_cpu_reduce(KernelRegistry& r);  // ReduceSum/ReduceMean over contiguous axes, float32
+void register_cpu_rotary(KernelRegistry& r);  // octet.ApplyRotary, float32
 
 // Below this many elements a kernel runs on the calling thread: waking an OpenMP team
 // costs a few microseconds, as much as the whole op on a [128, 64] activation.

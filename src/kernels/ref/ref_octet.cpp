@@ -4,7 +4,8 @@
 // same roundings, so the oracle for a fused op is the unfused graph by construction:
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
 // residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
-// to ONNX RMSNormalization. Optimized kernels are tested against these.
+// to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
+// Add. Optimized kernels are tested against these.
 #include <memory>
 
 #include "kernels/kernel.h"
@@ -56,6 +57,51 @@ void gelu_kernel(KernelContext& ctx) { onnx_kernel("Gelu")(ctx); }
 
 void rms_norm_kernel(KernelContext& ctx) { onnx_kernel("RMSNormalization")(ctx); }
 
+// The ONNX nodes rotate_half is made of (Slice reads its bounds from inputs, Concat its
+// axis from the node), in a graph that lives as long as the process.
+const Graph& rotary_nodes() {
+  static const std::shared_ptr<Graph> g = [] {
+    auto graph = std::make_shared<Graph>();
+    graph->opset_imports[""] = 13;
+    for (const char* name : {"x", "starts", "ends", "axes"})
+      graph->add_input(name, TensorType(std::string(name) == "x" ? DType::Float32 : DType::Int64, std::nullopt));
+    graph->add_node("Slice", {"x", "starts", "ends", "axes"}, {"part"}, {}, "", "rotary_slice");
+    graph->add_node("Concat", {"x", "x"}, {"joined"}, {Attribute::make_int("axis", -1)}, "", "rotary_concat");
+    return graph;
+  }();
+  return *g;
+}
+
+// X * cos + rotate_half(X) * sin, by the ai.onnx kernels the fusion replaced, in its order.
+void apply_rotary_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& cos = ctx.input(1);
+  const Tensor& sin = ctx.input(2);
+  if (x.rank() < 1) ctx.fail("X ", x.describe(), " must have rank >= 1");
+  const int64_t d = x.shape().back();
+  if (d % 2 != 0) ctx.fail("X ", x.describe(), " has an odd last dim; rotate_half splits it in two halves");
+  if (cos.dtype() != x.dtype() || sin.dtype() != x.dtype())
+    ctx.fail("cos ", cos.describe(), " and sin ", sin.describe(), " must have X's type ", x.describe());
+  const Graph& g = rotary_nodes();
+  const Node& slice = *g.nodes()[0];
+  const Node& concat = *g.nodes()[1];
+  const Tensor axis = Tensor::from_vector<int64_t>({1}, {-1});
+  const Tensor zero = Tensor::from_vector<int64_t>({1}, {0});
+  const Tensor half = Tensor::from_vector<int64_t>({1}, {d / 2});
+  const Tensor end = Tensor::from_vector<int64_t>({1}, {d});
+  Tensor x1 = ref::run_onnx_kernel("Slice", slice, {&x, &zero, &half, &axis});
+  Tensor x2 = ref::run_onnx_kernel("Slice", slice, {&x, &half, &end, &axis});
+  Tensor neg = ref::run_onnx_kernel("Neg", ctx.node(), {&x2});
+  Tensor rotated = ref::run_onnx_kernel("Concat", concat, {&neg, &x1});
+  Tensor a = ref::run_onnx_kernel("Mul", ctx.node(), {&x, &cos});
+  Tensor b = ref::run_onnx_kernel("Mul", ctx.node(), {&rotated, &sin});
+  Tensor y = ref::run_onnx_kernel("Add", ctx.node(), {&a, &b});
+  if (y.shape() != x.shape())
+    ctx.fail("cos ", cos.describe(), " and sin ", sin.describe(), " must broadcast into X ", x.describe(),
+             " without growing it");
+  ctx.set_output(0, std::move(y));
+}
+
 void matmul_bias_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -93,6 +139,7 @@ void matmul_bias_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_ref_octet(KernelRegistry& r) {
+  r.add("octet", "ApplyRotary", apply_rotary_kernel);
   r.add("octet", "Gelu", gelu_kernel);
   r.add("octet", "MatMulBias", matmul_bias_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);

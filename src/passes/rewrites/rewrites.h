@@ -18,6 +18,7 @@ Pass fuse_gelu_erf();      // 0.5*x*(1+erf(x/sqrt2))                    -> octet
 Pass fuse_gelu_tanh();     // 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x^3))) -> octet.Gelu(tanh)
 Pass fuse_layer_norm();    // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul][/Add] -> LayerNormalization
 Pass fuse_rms_norm();      // Pow/ReduceMean/Add/Sqrt/Div|Reciprocal/Mul[/Mul]       -> RMSNormalization
+Pass fuse_rotary();        // x*cos + Concat(-x[..., D/2:], x[..., :D/2])*sin        -> octet.ApplyRotary
 Pass fuse_blocked_dq_matmul();  // MatMul on blocked DQ(int4/int8 weight, axis 0)          -> com.microsoft.MatMulNBits
 Pass fuse_qdq_matmul();    // MatMul/Gemm on Q/DQ'd activation and int8 weight [+ bias]  -> octet.QMatMul
 Pass conv_patches_to_matmul();  // Conv with stride == kernel, no padding        -> patch Transpose + MatMul

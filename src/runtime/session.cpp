@@ -150,7 +150,7 @@ void Session::select_kernels() {
   std::map<int, size_t> last_reader;
   const WeightPackingScope packing(options_.pack_weights);
   for (const Node* n : execution_order(*graph_)) {
-    Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}};
+    Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}, {}, false};
     // A reference kernel may build per-node state too (If keeps its branch sessions).
     if (step.kernel->prepare && !naming_allocation_failures([&] { return n->describe(); },
                                                             [&] { return step.kernel->prepare(*n, step.state); }))

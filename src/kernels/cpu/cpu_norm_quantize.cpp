@@ -59,15 +59,7 @@ void layer_norm_quantize_per_row(KernelContext& ctx, const Tensor& x, const floa
       float* yr = py ? py + r * cols : nullptr;
       float* n = shared ? yr : row.data();
       t.norm_row(xr, n, cols, shared ? g : qg, shared ? b : qb, eps, true);
-      RowParams p{};
-      if (int8) {
-        p = dynamic_int8_params(qt.abs_max(n, cols));
-        p.zero_point = 128;  // symmetric int8, shifted into uint8 (the product's domain)
-      } else {
-        float mn = 0, mx = 0;
-        qt.min_max(n, cols, &mn, &mx);
-        p = dynamic_uint8_params(mn, mx);
-      }
+      const RowParams p = dynamic_row_params(qt, n, cols, int8);
       qt.quantize(n, cols, p.scale, p.zero_point, 0, 255, pq + r * cols);
       ps[r] = p.scale;
       pz[r] = p.zero_point;

@@ -149,15 +149,7 @@ void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uin
       cpu::binary(cpu::BinaryOp::Mul, x, channel_scale_.data(), scaled.data(), k);
       x = scaled.data();
     }
-    cpu::RowParams p{sa_, za_};
-    if (!static_ && int8_activation_) {
-      p = cpu::dynamic_int8_params(q.abs_max(x, k));
-      p.zero_point = 128;  // symmetric int8, shifted into uint8
-    } else if (!static_) {
-      float mn = 0, mx = 0;
-      q.min_max(x, k, &mn, &mx);
-      p = cpu::dynamic_uint8_params(mn, mx);
-    }
+    const cpu::RowParams p = static_ ? cpu::RowParams{sa_, za_} : cpu::dynamic_row_params(q, x, k, int8_activation_);
     q.quantize(x, k, p.scale, p.zero_point, 0, 255, qa + m * k);
     sa[m] = p.scale;
     za[m] = p.zero_point;

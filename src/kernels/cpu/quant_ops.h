@@ -52,4 +52,18 @@ inline RowParams dynamic_int8_params(float amax) {
   return {s == 0 ? 1.0f : s, 0};
 }
 
+// One row's run-time parameters in the int8 product's uint8 domain, as the per-token
+// QMatMul and LayerNormQuantize's per-row mode both compute them (their outputs must agree
+// bit for bit): uint8 asymmetric over the row's range, or int8 symmetric shifted by 128.
+inline RowParams dynamic_row_params(const QuantTable& q, const float* x, int64_t n, bool int8) {
+  if (int8) {
+    RowParams p = dynamic_int8_params(q.abs_max(x, n));
+    p.zero_point = 128;
+    return p;
+  }
+  float mn = 0, mx = 0;
+  q.min_max(x, n, &mn, &mx);
+  return dynamic_uint8_params(mn, mx);
+}
+
 }  // namespace octet::cpu

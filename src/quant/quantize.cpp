@@ -307,8 +307,10 @@ QuantizeReport quantize_model(const QuantizeJob& requested) {
   }
   QuantizeOptions o = job.options;  // mixed precision adds exclusions
   // int16 probabilities are QuantizeLinear to int16: opset 21.
-  if (writes_wide_probabilities(o) && float_graph->opset_version("") < 21)
-    for (const std::string& note : raise_opset_to_21(*float_graph, job.model.string(), "QuantizeLinear of the attention probabilities to int16 needs it")) report.notes.push_back(note);
+  if (writes_wide_probabilities(o) && float_graph->opset_version("") < 21) {
+    const char* why = "QuantizeLinear of the attention probabilities to int16 needs it";
+    for (const std::string& note : raise_opset_to_21(*float_graph, job.model.string(), why)) report.notes.push_back(note);
+  }
   report.options = o;
   clock.done("clean");
 

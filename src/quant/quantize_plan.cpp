@@ -21,8 +21,12 @@ bool excluded(const Node& n, const QuantizeOptions& o) {
   return o.exclude.count(n.name()) || o.exclude.count(n.op_type());
 }
 
+// A MatMul, or a Gemm the per-row form takes (alpha = beta = 1: qdq_rewrite's dynamic
+// rewrite; another Gemm stays calibrated rather than float).
 bool per_token(const Node& n, const QuantizeOptions& o) {
-  return o.mode == Mode::Static && n.op_type() != "Conv" && (o.per_token.count(n.name()) || o.per_token.count(n.op_type()));
+  if (o.mode != Mode::Static || n.op_type() == "Conv" || !(o.per_token.count(n.name()) || o.per_token.count(n.op_type())))
+    return false;
+  return n.op_type() != "Gemm" || (n.attr_float("alpha", 1) == 1 && n.attr_float("beta", 1) == 1);
 }
 
 class Planner {

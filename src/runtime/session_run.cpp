@@ -81,7 +81,9 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
     if (v->type.known() && tensor.dtype() != v->type.dtype)
       fail("input '", name, "' is ", dtype_name(tensor.dtype()), ", the model expects ",
            dtype_name(v->type.dtype));
-    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), [&] { return "input '" + name + "'"; }, bindings);
+    // (A structured binding cannot be captured in C++17: clang refuses it.)
+    const std::string& input_name = name;
+    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), [&] { return "input '" + input_name + "'"; }, bindings);
     values[slot] = std::make_shared<const Tensor>(tensor);
     if (observer) (*observer)(*v, tensor);
   }

@@ -30,6 +30,30 @@ void fall_back(KernelContext& ctx) {
   run_reference(ctx);
 }
 
+// Normalizes each row of x for the quantized branch (qg / qb) and hands it to
+// `quantize_row(r, normalized)` while it is in L1; Y (py, when wanted) is the row normalized
+// with g / b. `shared` (no parameters of its own for Q, and Y wanted): the row normalized
+// into Y is the one quantized, normalized once.
+template <class QuantizeRow>
+void normalize_rows(KernelContext& ctx, const Tensor& x, const float* g, const float* b, const float* qg,
+                    const float* qb, bool shared, float* py, QuantizeRow quantize_row) {
+  const int64_t cols = x.shape().back(), rows = x.numel() / cols;
+  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
+  const float* px = x.data<float>();
+  const VecTable& t = vec_ops();
+  parallel_ranges(ctx, rows, x.numel(), [&](int64_t begin, int64_t end) {
+    std::vector<float> row(shared ? 0 : static_cast<size_t>(cols));
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = px + r * cols;
+      float* yr = py ? py + r * cols : nullptr;
+      float* n = shared ? yr : row.data();
+      t.norm_row(xr, n, cols, shared ? g : qg, shared ? b : qb, eps, true);
+      quantize_row(r, n);
+      if (yr && !shared) t.norm_row(xr, yr, cols, g, b, eps, true);
+    }
+  });
+}
+
 // Per-row mode (dynamic_type): each normalized row, while it is in L1, gets the parameters
 // QMatMulState::quantize_rows would compute from it (the same min_max / abs_max, params
 // and quantize calls), so the per-token QMatMuls that read Q see the same numbers as when
@@ -41,30 +65,17 @@ void layer_norm_quantize_per_row(KernelContext& ctx, const Tensor& x, const floa
   const bool int8 = dyn == "int8";
   const int64_t cols = x.shape().back();
   const std::vector<int64_t> lead(x.shape().begin(), x.shape().end() - 1);
-  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
   uint8_t* pq = ctx.allocate_output_uninitialized(0, DType::UInt8, x.shape()).mutable_raw();
   float* ps = ctx.allocate_output_uninitialized(1, DType::Float32, lead).mutable_data<float>();
   int32_t* pz = ctx.allocate_output_uninitialized(2, DType::Int32, lead).mutable_data<int32_t>();
   float* py = ctx.output_wanted(3) ? ctx.allocate_output_uninitialized(3, DType::Float32, x.shape()).mutable_data<float>()
                                    : nullptr;
-  const int64_t rows = x.numel() / cols;
-  const float* px = x.data<float>();
-  const bool shared = !separate_q && py;  // Q is Y quantized: no second normalization
-  const VecTable& t = vec_ops();
   const QuantTable& qt = quant_ops();
-  parallel_ranges(ctx, rows, x.numel(), [&](int64_t begin, int64_t end) {
-    std::vector<float> row(shared ? 0 : static_cast<size_t>(cols));
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = px + r * cols;
-      float* yr = py ? py + r * cols : nullptr;
-      float* n = shared ? yr : row.data();
-      t.norm_row(xr, n, cols, shared ? g : qg, shared ? b : qb, eps, true);
-      const RowParams p = dynamic_row_params(qt, n, cols, int8);
-      qt.quantize(n, cols, p.scale, p.zero_point, 0, 255, pq + r * cols);
-      ps[r] = p.scale;
-      pz[r] = p.zero_point;
-      if (yr && !shared) t.norm_row(xr, yr, cols, g, b, eps, true);
-    }
+  normalize_rows(ctx, x, g, b, qg, qb, !separate_q && py, py, [&](int64_t r, const float* n) {
+    const RowParams p = dynamic_row_params(qt, n, cols, int8);
+    qt.quantize(n, cols, p.scale, p.zero_point, 0, 255, pq + r * cols);
+    ps[r] = p.scale;
+    pz[r] = p.zero_point;
   });
 }
 
@@ -81,12 +92,12 @@ void layer_norm_quantize_kernel(KernelContext& ctx) {
   if (!row_param(&scale, cols) || !row_param(bias, cols) || !row_param(q_scale, cols) || !row_param(q_bias, cols) ||
       (q_bias && !q_scale))
     return fall_back(ctx);
-  if (ctx.node().has_attr("dynamic_type")) {
-    const float* g = scale.data<float>();
-    const float* b = bias ? bias->data<float>() : nullptr;
-    return layer_norm_quantize_per_row(ctx, x, g, b, q_scale ? q_scale->data<float>() : g,
-                                       q_scale ? (q_bias ? q_bias->data<float>() : nullptr) : b, q_scale != nullptr);
-  }
+  const float* g = scale.data<float>();
+  const float* b = bias ? bias->data<float>() : nullptr;
+  // The quantized branch's parameters: its own (the smoothed copy) or the float output's.
+  const float* qg = q_scale ? q_scale->data<float>() : g;
+  const float* qb = q_scale ? (q_bias ? q_bias->data<float>() : nullptr) : b;
+  if (ctx.node().has_attr("dynamic_type")) return layer_norm_quantize_per_row(ctx, x, g, b, qg, qb, q_scale != nullptr);
   if (!y_scale_in) return fall_back(ctx);
   const Tensor& y_scale = *y_scale_in;
   if (y_scale.dtype() != DType::Float32 || y_scale.numel() != 1 || y_scale.rank() > 1) return fall_back(ctx);
@@ -97,36 +108,13 @@ void layer_norm_quantize_kernel(KernelContext& ctx) {
   const int32_t z = !zp ? 0 : is_signed ? zp->data<int8_t>()[0] : zp->data<uint8_t>()[0];
   const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
   const float s = y_scale.data<float>()[0];
-  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
   Tensor& q = ctx.allocate_output_uninitialized(0, is_signed ? DType::Int8 : DType::UInt8, x.shape());
   float* py = ctx.output_wanted(1) ? ctx.allocate_output_uninitialized(1, DType::Float32, x.shape()).mutable_data<float>()
                                    : nullptr;
-  const int64_t rows = x.numel() / cols;
-  const float* px = x.data<float>();
   uint8_t* pq = q.mutable_raw();
-  const float* g = scale.data<float>();
-  const float* b = bias ? bias->data<float>() : nullptr;
-  // The quantized branch's parameters: its own (the smoothed copy) or the float output's.
-  const float* qg = q_scale ? q_scale->data<float>() : g;
-  const float* qb = q_scale ? (q_bias ? q_bias->data<float>() : nullptr) : b;
-  const bool shared = !q_scale && py;  // Q is Y quantized: no second normalization
-  const VecTable& t = vec_ops();
   const QuantTable& qt = quant_ops();
-  parallel_ranges(ctx, rows, x.numel(), [&](int64_t begin, int64_t end) {
-    std::vector<float> row(shared ? 0 : static_cast<size_t>(cols));
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = px + r * cols;
-      float* yr = py ? py + r * cols : nullptr;
-      if (shared) {
-        t.norm_row(xr, yr, cols, g, b, eps, true);
-        qt.quantize(yr, cols, s, z, lo, hi, pq + r * cols);
-        continue;
-      }
-      t.norm_row(xr, row.data(), cols, qg, qb, eps, true);
-      qt.quantize(row.data(), cols, s, z, lo, hi, pq + r * cols);
-      if (yr) t.norm_row(xr, yr, cols, g, b, eps, true);
-    }
-  });
+  normalize_rows(ctx, x, g, b, qg, qb, !q_scale && py, py,
+                 [&](int64_t r, const float* n) { qt.quantize(n, cols, s, z, lo, hi, pq + r * cols); });
 }
 
 bool prepare_layer_norm_quantize(const Node& node, std::unique_ptr<KernelState>&) {

@@ -39,6 +39,18 @@ const uint8_t* quantize_a(KernelContext& ctx, const QMatMulState& state, const T
   return scratch;
 }
 
+// Y, and with a per-row Y its rows' scale and zero point (Y's shape without its last dim).
+QMatMulState::Output allocate_outputs(KernelContext& ctx, const QMatMulState& state,
+                                      const std::vector<int64_t>& out_shape) {
+  QMatMulState::Output out{ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape).mutable_raw()};
+  if (state.per_row_y()) {
+    const std::vector<int64_t> lead(out_shape.begin(), out_shape.end() - 1);
+    out.row_scale = ctx.allocate_output_uninitialized(1, DType::Float32, lead).mutable_data<float>();
+    out.row_zero = ctx.allocate_output_uninitialized(2, DType::Int32, lead).mutable_data<int32_t>();
+  }
+  return out;
+}
+
 void qmatmul_kernel(KernelContext& ctx) {
   const auto& state = ctx.state_as<QMatMulState>();
   const Tensor& a = ctx.input(0);
@@ -80,16 +92,25 @@ void qmatmul_kernel(KernelContext& ctx) {
   if (state.fused()) {
     auto entry = state.fused_primitive(m, ctx.threads());
     if (!entry) return run_reference(ctx, state);
-    Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
-    state.run_fused(ctx, *entry, qa, m, residual, y.mutable_raw());
+    if (!state.per_row_y()) {
+      Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
+      state.run_fused(ctx, *entry, qa, m, residual, y.mutable_raw());
+      return;
+    }
+    // Per-row Y from the fused primitive: its float rows (the bits a float output would
+    // have), then each row quantized as the reader would.
+    float* rows = thread_scratch_as<float>(Scratch::Sums, m * n);
+    state.run_fused(ctx, *entry, qa, m, residual, rows);
+    const QMatMulState::Output out = allocate_outputs(ctx, state, out_shape);
+    cpu::parallel_ranges(ctx, m, m * n,
+                         [&](int64_t begin, int64_t end) { state.quantize_output_rows(rows, begin, end, out); });
     return;
   }
   int32_t* sums = thread_scratch_as<int32_t>(Scratch::Sums, m * n);
   if (!state.gemm().raw_sums(ctx, qa, m, nullptr, sums)) return run_reference(ctx, state);
-  Tensor& y = ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape);
-  void* py = y.mutable_raw();
+  const QMatMulState::Output out = allocate_outputs(ctx, state, out_shape);
   cpu::parallel_ranges(ctx, m, m * n,
-                       [&](int64_t begin, int64_t end) { state.epilogue_rows(sums, sa, za, residual, begin, end, py); });
+                       [&](int64_t begin, int64_t end) { state.epilogue_rows(sums, sa, za, residual, begin, end, out); });
 }
 
 bool prepare_qmatmul(const Node& node, std::unique_ptr<KernelState>& state) {

@@ -22,12 +22,17 @@
 // - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
 //   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
 //   (the zero-point correction is exact integer arithmetic, so no cancellation), the
-//   vectorized GeLU, the output_scale product and the residual add of vec_ops.h.
+//   vectorized GeLU, the output_scale product and the residual add of vec_ops.h. One
+//   parallel region does it all (issue 20): each thread takes its share of the rows in
+//   blocks (up to 1 MiB of sums) and per block quantizes A's rows, runs the product on one
+//   thread (a oneDNN primitive made for one thread) and the epilogue while the sums are
+//   in cache; before, the quantization, the product and the epilogue were three regions,
+//   each with its fork/join (a cost that grows on a loaded machine).
 // With y_dynamic_type, Y is written in the per-row form per-token readers take (u8 Y, a
 // scale and zero point per row): the epilogue quantizes each finished float row while it
 // is in cache (quant_ops.h quantize_row_dynamic, the reader's own call); a fused static
 // node writes float rows into scratch and quantizes them in a second pass.
-// Primitives are cached per (M, threads). Empty tensors, inputs that differ from what
+// Primitives are cached per (M, threads) (the row blocks' per (block rows, 1)). Empty tensors, inputs that differ from what
 // inference promised, and shapes oneDNN only has a reference implementation for go to
 // the reference kernel (with B unpacked from the state).
 #pragma once
@@ -84,7 +89,8 @@ class QMatMulState : public KernelState {
     float* row_scale = nullptr;
     int32_t* row_zero = nullptr;
   };
-  // Rows [begin, end) of the output from raw sums: scale, bias, activation, residual.
+  // Rows [begin, end) of the output from their raw sums (sums[0] is row begin's): scale,
+  // bias, activation, residual.
   void epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual, int64_t begin,
                      int64_t end, const Output& out) const;
   // Rows [begin, end) of a float result y [M, N] into the per-row form (per_row_y()).

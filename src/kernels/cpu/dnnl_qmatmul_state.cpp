@@ -185,7 +185,7 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
   std::vector<float> buffer(buffered ? static_cast<size_t>(n) : 0);
   for (int64_t m = begin; m < end; ++m) {
     float* row = buffered ? buffer.data() : static_cast<float*>(out.y) + m * n;
-    q.scale_row(sums + m * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
+    q.scale_row(sums + (m - begin) * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
     if (activation_ != Activation::None) cpu::gelu(row, row, n, activation_ == Activation::GeluTanh);
     if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
     if (residual) cpu::add_bias(row, residual + m * n, row, n);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <iostream>
 
+#include <omp.h>
+
 #include "isa_child_runs.h"
 #include "kernels/cpu/dnnl_qmatmul.h"
 #include "kernels/cpu/quant_ops.h"
@@ -139,6 +141,25 @@ TEST(CpuQMatMul, RowBlocksOfThePerTokenPath) {
         }
       }
     }
+}
+
+// A run inside the caller's own OpenMP region (nested regions get one thread): the row
+// blocks of every thread's share still run, on the one thread there is.
+TEST(CpuQMatMul, RowBlocksInsideAnOuterParallelRegion) {
+  QCase c = variant(300, 40, 70, 3);  // dynamic
+  c.channel_scale = false;
+  auto ins = testing::qmm::operands(c);
+  auto g = testing::qmm::graph(c);
+  const NamedTensors in = testing::mm::feeds(ins);
+  Session fast = testing::mm::session(g, KernelChoice::Optimized, 2);
+  const Tensor want = fast.run(in)[0].second;
+  std::vector<Tensor> got(2);
+#pragma omp parallel num_threads(2)
+  got[static_cast<size_t>(omp_get_thread_num())] = fast.run(in)[0].second;
+  for (const Tensor& t : got) {
+    ASSERT_EQ(t.bytes(), want.bytes());
+    EXPECT_EQ(std::memcmp(t.raw(), want.raw(), t.bytes()), 0) << "a run inside an outer region differs";
+  }
 }
 
 TEST(CpuQMatMul, RankThreeAndOneA) {

@@ -130,8 +130,10 @@ bool run_row_blocks(KernelContext& ctx, const QMatMulState& state, const void* a
   if (threads <= 1) {
     run_thread(0);
   } else {
+    // The team may be smaller than asked (a run inside the caller's own parallel region
+    // gets one thread): its members take the planned shares in turn.
 #pragma omp parallel num_threads(threads)
-    run_thread(omp_get_thread_num());
+    for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads()) run_thread(t);
   }
   if (failed) ctx.fail("oneDNN int8 matmul failed: ", error);
   return true;

@@ -14,6 +14,11 @@
 //       With y_scale (input 10; y_zero_point, input 11, uint8/int8, absent: uint8 0) Y is
 //       that float result quantized: QuantizeLinear(Y, y_scale, y_zero_point), the A of the
 //       static QMatMuls that read it (fuse_qmatmul_output_quantize.cpp).
+//       With attribute y_dynamic_type ("uint8" | "int8"; no y_scale / y_zero_point) the
+//       outputs are (Y uint8, y_scale float32 [rows], y_zero_point int32 [rows]): each row
+//       of the float result quantized with the parameters a dynamic QMatMul of that
+//       dynamic_type computes for it, in the per-row form LayerNormQuantize's per-row mode
+//       writes (int8 stored as uint8 + 128, zero point 128): the A of per-token QMatMuls.
 //
 //   octet.LayerNormQuantize(X, scale, bias?, y_scale, y_zero_point?, q_scale?, q_bias?) -> (Q, Y?)
 //       attrs: epsilon (default 1e-5)
@@ -188,6 +193,22 @@ void infer_qmatmul(InferContext& ctx) {
         ctx.fail(describe_input(ctx, 7), " (the residual) must have the output's shape ", dims_to_string(*out));
     }
   }
+  if (node.has_attr("y_dynamic_type")) {
+    const std::string dyn = node.attr_string("y_dynamic_type", "uint8");
+    if (dyn != "uint8" && dyn != "int8") ctx.fail("y_dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
+    if (ctx.has_input(10) || ctx.has_input(11))
+      ctx.fail("y_scale / y_zero_point (inputs 10, 11) are given with y_dynamic_type: each row of Y gets its own "
+               "scale and zero point");
+    if (ctx.num_outputs() != 3)
+      ctx.fail("with y_dynamic_type has outputs Y, y_scale and y_zero_point, got ", ctx.num_outputs());
+    std::optional<DimVector> rows;
+    if (out) rows = DimVector(out->begin(), out->end() - 1);
+    ctx.set_output(0, DType::UInt8, out);
+    ctx.set_output(1, DType::Float32, rows);
+    ctx.set_output(2, DType::Int32, rows);
+    return;
+  }
+  if (ctx.num_outputs() != 1) ctx.fail("has one output Y (three with y_dynamic_type), got ", ctx.num_outputs());
   DType y_type = DType::Float32;
   if (ctx.has_input(10)) {
     require_dtype(ctx, 10, DType::Float32);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <iostream>
 
+#include <omp.h>
+
 #include "isa_child_runs.h"
 #include "kernels/cpu/dnnl_qmatmul.h"
 #include "kernels/cpu/quant_ops.h"
@@ -92,6 +94,72 @@ TEST(CpuQMatMul, EveryParameterKindAndThreadCount) {
           c.output_scale = true;
           EXPECT_EQ(check(c, threads), 1) << c.label();
         }
+}
+
+// The dynamic path's row blocks (dnnl_qmatmul.cpp): M large enough for several blocks per
+// thread (N = 2048: 128-row blocks), uneven shares, fewer rows than threads; the sums are
+// exact and the epilogue per row, so one and two threads give the same bits.
+TEST(CpuQMatMul, RowBlocksOfThePerTokenPath) {
+  int i = 0;
+  for (int64_t m : {1, 2, 257, 600})
+    for (bool float_a : {true, false}) {
+      QCase c = variant(m, 48, 2048, 2 * i + 1);  // odd: dynamic
+      ++i;
+      c.activation = i % 2 ? "gelu" : "";
+      c.residual = m > 2;
+      c.channel_scale = false;
+      auto ins = testing::qmm::operands(c);
+      std::vector<Attribute> attrs = testing::qmm::attributes(c);
+      if (!float_a) {  // a uint8 A quantized per row (as LayerNormQuantize writes it)
+        const std::vector<int64_t> lead(c.a_shape.begin(), c.a_shape.end() - 1);
+        Tensor scale(DType::Float32, lead), zero(DType::Int32, lead);
+        for (int64_t r = 0; r < m; ++r) {
+          scale.mutable_data<float>()[r] = 0.004f + 0.0001f * static_cast<float>(r % 7);
+          zero.mutable_data<int32_t>()[r] = static_cast<int32_t>(r * 37 % 256);
+        }
+        ins[0]->value = testing::qmm::rand_bytes(DType::UInt8, c.a_shape, c.seed + 9);
+        ins[1] = Operand{scale};
+        ins[2] = Operand{zero};
+      }
+      const std::string what = c.label() + (float_a ? " float A" : " per-row uint8 A");
+      auto g = testing::mm::one_node("QMatMul", ins, attrs, "octet");
+      const NamedTensors in = testing::mm::feeds(ins);
+      const Tensor want = testing::mm::session(g, KernelChoice::Reference).run(in)[0].second;
+      Tensor first;
+      for (int threads : {1, 2}) {
+        Session fast = testing::mm::session(g, KernelChoice::Optimized, threads);
+        const int64_t fallbacks = cpu::int8_reference_runs();
+        const Tensor got = fast.run(in)[0].second;
+        EXPECT_EQ(fast.optimized_nodes(), 1) << what;
+        EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << what << ": ran the reference kernel";
+        testing::qmm::expect_close(got, want, what + " threads " + std::to_string(threads));
+        if (threads == 1) {
+          first = got;
+        } else {
+          ASSERT_EQ(got.bytes(), first.bytes()) << what;
+          EXPECT_EQ(std::memcmp(got.raw(), first.raw(), got.bytes()), 0) << what << ": 1 and 2 threads differ";
+        }
+      }
+    }
+}
+
+// A run inside the caller's own OpenMP region (nested regions get one thread): the row
+// blocks of every thread's share still run, on the one thread there is.
+TEST(CpuQMatMul, RowBlocksInsideAnOuterParallelRegion) {
+  QCase c = variant(300, 40, 70, 3);  // dynamic
+  c.channel_scale = false;
+  auto ins = testing::qmm::operands(c);
+  auto g = testing::qmm::graph(c);
+  const NamedTensors in = testing::mm::feeds(ins);
+  Session fast = testing::mm::session(g, KernelChoice::Optimized, 2);
+  const Tensor want = fast.run(in)[0].second;
+  std::vector<Tensor> got(2);
+#pragma omp parallel num_threads(2)
+  got[static_cast<size_t>(omp_get_thread_num())] = fast.run(in)[0].second;
+  for (const Tensor& t : got) {
+    ASSERT_EQ(t.bytes(), want.bytes());
+    EXPECT_EQ(std::memcmp(t.raw(), want.raw(), t.bytes()), 0) << "a run inside an outer region differs";
+  }
 }
 
 TEST(CpuQMatMul, RankThreeAndOneA) {
@@ -289,7 +357,9 @@ TEST(CpuQMatMul, PrimitivesAreCachedPerShapeAndThreads) {
     kernel.run(inputs, 1);
     EXPECT_EQ(state.primitives_created(), 2);
     kernel.run(inputs, 2);
-    EXPECT_EQ(state.primitives_created(), 3);
+    // Fused (static where the product is exact): the primitive for (7, 2 threads). Else
+    // the row blocks of the two threads' shares, 3 and 4 rows, each a one-thread product.
+    EXPECT_EQ(state.primitives_created(), state.fused() ? 3 : 4);
     EXPECT_EQ(state.reference_runs(), 0);
     for (const std::string& impl : state.implementations()) {
       EXPECT_EQ(impl.rfind("ref", 0), std::string::npos) << impl;

@@ -72,8 +72,7 @@ void layer_norm_quantize_per_row(KernelContext& ctx, const Tensor& x, const floa
                                    : nullptr;
   const QuantTable& qt = quant_ops();
   normalize_rows(ctx, x, g, b, qg, qb, !separate_q && py, py, [&](int64_t r, const float* n) {
-    const RowParams p = dynamic_row_params(qt, n, cols, int8);
-    qt.quantize(n, cols, p.scale, p.zero_point, 0, 255, pq + r * cols);
+    const RowParams p = quantize_row_dynamic(qt, n, cols, int8, pq + r * cols);
     ps[r] = p.scale;
     pz[r] = p.zero_point;
   });

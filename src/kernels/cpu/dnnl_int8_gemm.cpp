@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <omp.h>
+
 namespace octet::dnnl_cpu {
 namespace {
 
@@ -118,8 +120,8 @@ std::shared_ptr<const Int8Gemm::Entry> Int8Gemm::create(int64_t m, dnnl::memory:
       attr));
 }
 
-void Int8Gemm::execute(const KernelContext& ctx, const Entry& entry, const uint8_t* a, int64_t m,
-                       const int8_t* plain_b, std::unordered_map<int, dnnl::memory>& args) const {
+void Int8Gemm::execute_or_throw(const Entry& entry, const uint8_t* a, int64_t m, const int8_t* plain_b,
+                                std::unordered_map<int, dnnl::memory>& args) const {
   // A primitive on plain B reads the run's B, the plain copy, or (rare shapes) one
   // unpacked for this run: O(K N) next to the product's O(M K N).
   Tensor unpacked;
@@ -132,21 +134,34 @@ void Int8Gemm::execute(const KernelContext& ctx, const Entry& entry, const uint8
   }
   args[DNNL_ARG_SRC] = wrap(a_desc(m, k_), a);
   args[DNNL_ARG_WEIGHTS] = wrap(entry.uses_packed ? packed_->get_desc() : b_desc(k_, n_), w);
+  run_primitive(entry.primitive, entry.scratchpad, args);
+}
+
+void Int8Gemm::execute(const KernelContext& ctx, const Entry& entry, const uint8_t* a, int64_t m,
+                       const int8_t* plain_b, std::unordered_map<int, dnnl::memory>& args) const {
   try {
-    run_primitive(entry.primitive, entry.scratchpad, args);
+    execute_or_throw(entry, a, m, plain_b, args);
   } catch (const dnnl::error& e) {
     ctx.fail("oneDNN int8 matmul failed: ", e.what());
   }
 }
 
-bool Int8Gemm::raw_sums(const KernelContext& ctx, const uint8_t* a, int64_t m, const int8_t* plain_b,
-                        int32_t* sums) const {
+std::shared_ptr<const Int8Gemm::Entry> Int8Gemm::sums_entry(int64_t rows, int threads) const {
+  // A run-time B has no packed copy, so its primitives differ from a constant B's only by
+  // which memory they read; one key serves both. oneDNN sizes a primitive's work split
+  // from omp_get_max_threads() at its creation: it is made with `threads` set.
+  return cache_.get({rows, threads}, [&] {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    auto entry = create(rows, dt::s32, dnnl::primitive_attr(), false);
+    omp_set_num_threads(before);
+    return entry;
+  });
+}
+
+void Int8Gemm::run_sums(const Entry& entry, const uint8_t* a, int64_t m, const int8_t* plain_b, int32_t* sums) const {
   const bool split = !int8_gemm_exact();
   const int64_t rows = split ? 2 * m : m;
-  // A run-time B has no packed copy, so its primitives differ from a constant B's only by
-  // which memory they read; one key serves both.
-  auto entry = cache_.get({rows, ctx.threads()}, [&] { return create(rows, dt::s32, dnnl::primitive_attr(), false); });
-  if (!entry->usable) return false;
   const uint8_t* src = a;
   int32_t* dst = sums;
   const int64_t mk = m * k_, mn = m * n_;
@@ -161,11 +176,28 @@ bool Int8Gemm::raw_sums(const KernelContext& ctx, const uint8_t* a, int64_t m, c
   }
   std::unordered_map<int, dnnl::memory> args;
   args[DNNL_ARG_DST] = wrap(dnnl::memory::desc({rows, n_}, dt::s32, tag::ab), dst);
-  execute(ctx, *entry, src, rows, plain_b, args);
+  execute_or_throw(entry, src, rows, plain_b, args);
   if (split)
     for (int64_t i = 0; i < mn; ++i)
       sums[i] = static_cast<int32_t>(2u * static_cast<uint32_t>(dst[i]) + static_cast<uint32_t>(dst[mn + i]));
+}
+
+bool Int8Gemm::raw_sums(const KernelContext& ctx, const uint8_t* a, int64_t m, const int8_t* plain_b,
+                        int32_t* sums) const {
+  auto entry = sums_entry(int8_gemm_exact() ? m : 2 * m, ctx.threads());
+  if (!entry->usable) return false;
+  try {
+    run_sums(*entry, a, m, plain_b, sums);
+  } catch (const dnnl::error& e) {
+    ctx.fail("oneDNN int8 matmul failed: ", e.what());
+  }
   return true;
+}
+
+bool Int8Gemm::prepare_serial(int64_t m) const { return sums_entry(int8_gemm_exact() ? m : 2 * m, 1)->usable; }
+
+void Int8Gemm::serial_sums(const uint8_t* a, int64_t m, int32_t* sums) const {
+  run_sums(*sums_entry(int8_gemm_exact() ? m : 2 * m, 1), a, m, nullptr, sums);
 }
 
 std::vector<std::string> Int8Gemm::implementations() const {

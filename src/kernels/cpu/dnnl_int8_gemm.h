@@ -80,6 +80,14 @@ class Int8Gemm {
   // this m (the caller runs the reference kernel). Cached per (m, threads).
   bool raw_sums(const KernelContext& ctx, const uint8_t* a, int64_t m, const int8_t* plain_b, int32_t* sums) const;
 
+  // The same sums on the calling thread alone, for a caller that runs its own parallel
+  // region (QMatMul's row blocks): serial_sums() may run inside it, prepare_serial() for
+  // each m it will use must run before it, outside (a primitive is made for the thread
+  // count current at its creation; this one for one thread). prepare_serial() is false
+  // when oneDNN has no usable primitive for m. serial_sums() throws dnnl::error.
+  bool prepare_serial(int64_t m) const;
+  void serial_sums(const uint8_t* a, int64_t m, int32_t* sums) const;
+
   // The oneDNN implementations cached so far, and how many (tests, reports).
   std::vector<std::string> implementations() const;
   int64_t primitives_created() const { return cache_.created(); }
@@ -89,6 +97,13 @@ class Int8Gemm {
   std::vector<int32_t> colsum_;
   std::optional<dnnl::memory> packed_;  // B in oneDNN's layout, for a constant B it prefers blocked
   Tensor plain_;                        // else a constant B as given (the graph's copy may be released)
+  // The raw-sums primitive for `rows` (2m when split) at `threads`.
+  std::shared_ptr<const Entry> sums_entry(int64_t rows, int threads) const;
+  // Runs it on A [m, K] into sums (the split and its recombination included).
+  void run_sums(const Entry& entry, const uint8_t* a, int64_t m, const int8_t* plain_b, int32_t* sums) const;
+  void execute_or_throw(const Entry& entry, const uint8_t* a, int64_t m, const int8_t* plain_b,
+                        std::unordered_map<int, dnnl::memory>& args) const;
+
   PrimitiveCache<Entry> cache_;  // raw_sums' primitives, by (rows, threads)
 };
 

@@ -22,8 +22,17 @@
 // - dynamic (or where the product must be split to stay exact): raw int32 sums, then a
 //   vectorized epilogue per row, y = sa[m] sb[n] (acc - za[m] colsum[n]) + bias[n]
 //   (the zero-point correction is exact integer arithmetic, so no cancellation), the
-//   vectorized GeLU, the output_scale product and the residual add of vec_ops.h.
-// Primitives are cached per (M, threads). Empty tensors, inputs that differ from what
+//   vectorized GeLU, the output_scale product and the residual add of vec_ops.h. One
+//   parallel region does it all (issue 20): each thread takes its share of the rows in
+//   blocks (up to 1 MiB of sums) and per block quantizes A's rows, runs the product on one
+//   thread (a oneDNN primitive made for one thread) and the epilogue while the sums are
+//   in cache; before, the quantization, the product and the epilogue were three regions,
+//   each with its fork/join (a cost that grows on a loaded machine).
+// With y_dynamic_type, Y is written in the per-row form per-token readers take (u8 Y, a
+// scale and zero point per row): the epilogue quantizes each finished float row while it
+// is in cache (quant_ops.h quantize_row_dynamic, the reader's own call); a fused static
+// node writes float rows into scratch and quantizes them in a second pass.
+// Primitives are cached per (M, threads) (the row blocks' per (block rows, 1)). Empty tensors, inputs that differ from what
 // inference promised, and shapes oneDNN only has a reference implementation for go to
 // the reference kernel (with B unpacked from the state).
 #pragma once
@@ -72,10 +81,20 @@ class QMatMulState : public KernelState {
   // Quantizes rows [begin, end) of A [M, K] into qa (uint8), with each row's scale and
   // zero point (uint8 domain) in sa / za.
   void quantize_rows(const float* a, int64_t begin, int64_t end, uint8_t* qa, float* sa, int32_t* za) const;
-  // Rows [begin, end) of the output from raw sums: scale, bias, activation, residual.
-  // y is float32 [M, N], or uint8/int8 when Y is quantized (quantized_y()).
+  // Where the output rows go: y is float32 [M, N], or uint8/int8 when Y is quantized
+  // (quantized_y()), or uint8 with each row's scale / zero point in row_scale / row_zero
+  // (per_row_y()).
+  struct Output {
+    void* y;
+    float* row_scale = nullptr;
+    int32_t* row_zero = nullptr;
+  };
+  // Rows [begin, end) of the output from their raw sums (sums[0] is row begin's): scale,
+  // bias, activation, residual.
   void epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual, int64_t begin,
-                     int64_t end, void* y) const;
+                     int64_t end, const Output& out) const;
+  // Rows [begin, end) of a float result y [M, N] into the per-row form (per_row_y()).
+  void quantize_output_rows(const float* y, int64_t begin, int64_t end, const Output& out) const;
   // The fused static primitive for M rows at `threads` (cached); nullptr when unusable.
   std::shared_ptr<const Int8Gemm::Entry> fused_primitive(int64_t m, int threads) const;
   // Runs it: qa [M, K] -> y [M, N], with the residual [M, N] when the node has one.
@@ -83,7 +102,11 @@ class QMatMulState : public KernelState {
                  const float* residual, void* y) const;
   // Y quantized (y_scale given): its element type, uint8 or int8.
   bool quantized_y() const { return quantized_y_; }
-  DType output_dtype() const { return !quantized_y_ ? DType::Float32 : int8_y_ ? DType::Int8 : DType::UInt8; }
+  // Y quantized per row (y_dynamic_type): outputs (Y uint8, y_scale [rows], y_zero_point [rows]).
+  bool per_row_y() const { return per_row_y_; }
+  DType output_dtype() const {
+    return per_row_y_ ? DType::UInt8 : !quantized_y_ ? DType::Float32 : int8_y_ ? DType::Int8 : DType::UInt8;
+  }
 
   // Reference runs so far, and the oneDNN implementations cached (tests, reports).
   void count_reference_run() const { ++reference_runs_; }
@@ -110,6 +133,8 @@ class QMatMulState : public KernelState {
   bool int8_y_ = false;
   float y_scale_ = 1;
   int32_t y_zero_ = 0;                // y_zero_point as its type's value
+  bool per_row_y_ = false;            // y_dynamic_type given: Y quantized per row
+  bool int8_row_y_ = false;           // ... symmetric int8 rows (stored + 128)
   Activation activation_ = Activation::None;
   bool residual_ = false;
   // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.

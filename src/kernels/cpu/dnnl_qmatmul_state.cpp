@@ -89,6 +89,14 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   } else if (node.input(11)) {
     return nullptr;
   }
+  if (node.has_attr("y_dynamic_type")) {  // Y quantized per row for per-token readers
+    const std::string dyn = node.attr_string("y_dynamic_type", "uint8");
+    if ((dyn != "uint8" && dyn != "int8") || s->quantized_y_ || node.outputs().size() != 3) return nullptr;
+    s->per_row_y_ = true;
+    s->int8_row_y_ = dyn == "int8";
+  } else if (node.outputs().size() != 1) {
+    return nullptr;
+  }
   const std::string act = node.attr_string("activation", "");
   if (act == "gelu") s->activation_ = Activation::GeluErf;
   else if (act == "gelu_tanh") s->activation_ = Activation::GeluTanh;
@@ -149,8 +157,9 @@ void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uin
       cpu::binary(cpu::BinaryOp::Mul, x, channel_scale_.data(), scaled.data(), k);
       x = scaled.data();
     }
-    const cpu::RowParams p = static_ ? cpu::RowParams{sa_, za_} : cpu::dynamic_row_params(q, x, k, int8_activation_);
-    q.quantize(x, k, p.scale, p.zero_point, 0, 255, qa + m * k);
+    cpu::RowParams p{sa_, za_};
+    if (static_) q.quantize(x, k, p.scale, p.zero_point, 0, 255, qa + m * k);
+    else p = cpu::quantize_row_dynamic(q, x, k, int8_activation_, qa + m * k);
     sa[m] = p.scale;
     za[m] = p.zero_point;
   }
@@ -167,20 +176,38 @@ void QMatMulState::shift_rows(const int8_t* a, int64_t begin, int64_t end, uint8
 }
 
 void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int32_t* za, const float* residual,
-                                 int64_t begin, int64_t end, void* y) const {
+                                 int64_t begin, int64_t end, const Output& out) const {
   const cpu::QuantTable& q = cpu::quant_ops();
   const int64_t n = gemm_->n();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   // A quantized Y: each float row is formed in a buffer that stays in cache, then quantized.
-  std::vector<float> buffer(quantized_y_ ? static_cast<size_t>(n) : 0);
+  const bool buffered = quantized_y_ || per_row_y_;
+  std::vector<float> buffer(buffered ? static_cast<size_t>(n) : 0);
   for (int64_t m = begin; m < end; ++m) {
-    float* row = quantized_y_ ? buffer.data() : static_cast<float*>(y) + m * n;
-    q.scale_row(sums + m * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
+    float* row = buffered ? buffer.data() : static_cast<float*>(out.y) + m * n;
+    q.scale_row(sums + (m - begin) * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
     if (activation_ != Activation::None) cpu::gelu(row, row, n, activation_ == Activation::GeluTanh);
     if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
     if (residual) cpu::add_bias(row, residual + m * n, row, n);
-    if (quantized_y_)
-      q.quantize(row, n, y_scale_, y_zero_, int8_y_ ? -128 : 0, int8_y_ ? 127 : 255, static_cast<uint8_t*>(y) + m * n);
+    uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
+    if (quantized_y_) {
+      q.quantize(row, n, y_scale_, y_zero_, int8_y_ ? -128 : 0, int8_y_ ? 127 : 255, qy);
+    } else if (per_row_y_) {
+      const cpu::RowParams p = cpu::quantize_row_dynamic(q, row, n, int8_row_y_, qy);
+      out.row_scale[m] = p.scale;
+      out.row_zero[m] = p.zero_point;
+    }
+  }
+}
+
+void QMatMulState::quantize_output_rows(const float* y, int64_t begin, int64_t end, const Output& out) const {
+  const cpu::QuantTable& q = cpu::quant_ops();
+  const int64_t n = gemm_->n();
+  for (int64_t m = begin; m < end; ++m) {
+    const cpu::RowParams p =
+        cpu::quantize_row_dynamic(q, y + m * n, n, int8_row_y_, static_cast<uint8_t*>(out.y) + m * n);
+    out.row_scale[m] = p.scale;
+    out.row_zero[m] = p.zero_point;
   }
 }
 

@@ -66,4 +66,14 @@ inline RowParams dynamic_row_params(const QuantTable& q, const float* x, int64_t
   return dynamic_uint8_params(mn, mx);
 }
 
+// One row quantized with its own run-time parameters (dynamic_row_params) into the
+// product's uint8 domain; returns them. Every writer of the per-row form (a dynamic
+// QMatMul quantizing its A, LayerNormQuantize's per-row mode, a QMatMul's per-row Y) calls
+// this, so they agree bit for bit.
+inline RowParams quantize_row_dynamic(const QuantTable& q, const float* x, int64_t n, bool int8, uint8_t* out) {
+  const RowParams p = dynamic_row_params(q, x, n, int8);
+  q.quantize(x, n, p.scale, p.zero_point, 0, 255, out);
+  return p;
+}
+
 }  // namespace octet::cpu

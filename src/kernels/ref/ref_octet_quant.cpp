@@ -15,7 +15,9 @@
 // 4. The activation and the residual run through the ai.onnx Gelu and Add reference
 //    kernels, as in octet.MatMulBias; between them, output_scale multiplies each column
 //    (float32 products, exactly as a separate Mul would compute them).
-// 5. With y_scale, the QuantizeLinear reference on the result.
+// 5. With y_scale, the QuantizeLinear reference on the result; with y_dynamic_type, each
+//    row of the result quantized per row as a dynamic QMatMul would quantize it (the
+//    per-row form of LayerNormQuantize's per-row mode: Y uint8, y_scale, y_zero_point).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -68,6 +70,30 @@ void dynamic_row(const float* x, int64_t k, bool int8, float& scale, int32_t& zp
   scale = (mx - mn) / 255.0f;
   if (scale == 0) scale = 1;
   zp = quantize_one(-mn, scale, 0, Range{0, 255});
+}
+
+// Rows of x [lead..., k] quantized per row as a dynamic QMatMul quantizes them, in the
+// per-row form per-token QMatMuls read (int8 stored as q + 128, zero point 128): outputs
+// first, first + 1, first + 2 = (Q uint8, scale float32 [lead], zero point int32 [lead]).
+void set_per_row_outputs(KernelContext& ctx, size_t first, const Tensor& x, bool int8) {
+  const int64_t k = x.shape().back();
+  const std::vector<int64_t> lead(x.shape().begin(), x.shape().end() - 1);
+  const int64_t rows = shape_numel(lead);
+  Tensor q(DType::UInt8, x.shape()), scale(DType::Float32, lead), zero(DType::Int32, lead);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* row = x.data<float>() + m * k;
+    float s = 1;
+    int32_t z = 0;
+    dynamic_row(row, k, int8, s, z);
+    for (int64_t i = 0; i < k; ++i)
+      q.mutable_data<uint8_t>()[m * k + i] = static_cast<uint8_t>(
+          int8 ? quantize_one(row[i], s, 0, Range{-128, 127}) + 128 : quantize_one(row[i], s, z, Range{0, 255}));
+    scale.mutable_data<float>()[m] = s;
+    zero.mutable_data<int32_t>()[m] = int8 ? 128 : z;
+  }
+  ctx.set_output(first, std::move(q));
+  ctx.set_output(first + 1, std::move(scale));
+  ctx.set_output(first + 2, std::move(zero));
 }
 
 void qmatmul_kernel(KernelContext& ctx) {
@@ -199,6 +225,13 @@ void qmatmul_kernel(KernelContext& ctx) {
                residual->describe());
     y = ref::run_onnx_kernel("Add", node, {&y, residual});
   }
+  if (node.has_attr("y_dynamic_type")) {
+    const std::string ydyn = node.attr_string("y_dynamic_type", "uint8");
+    if (ydyn != "uint8" && ydyn != "int8")
+      ctx.fail("y_dynamic_type must be \"uint8\" or \"int8\", got \"", ydyn, "\"");
+    if (ctx.optional_input(10) || ctx.optional_input(11)) ctx.fail("y_scale / y_zero_point are given with y_dynamic_type");
+    return set_per_row_outputs(ctx, 0, y, ydyn == "int8");
+  }
   if (const Tensor* y_scale = ctx.optional_input(10)) {
     const Tensor* y_zp = ctx.optional_input(11);
     if (y_scale->dtype() != DType::Float32 || y_scale->numel() != 1 || y_scale->rank() > 1)
@@ -219,26 +252,8 @@ void layer_norm_quantize_per_row(KernelContext& ctx, const Tensor& x, const Tens
   const std::string dyn = ctx.node().attr_string("dynamic_type", "uint8");
   if (dyn != "uint8" && dyn != "int8") ctx.fail("dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
   if (ctx.optional_input(3) || ctx.optional_input(4)) ctx.fail("y_scale / y_zero_point are given with dynamic_type");
-  const bool int8 = dyn == "int8";
   const Tensor normalized = ref::run_onnx_kernel("LayerNormalization", ctx.node(), {&x, g, b});
-  const int64_t k = x.shape().back();
-  const std::vector<int64_t> lead(x.shape().begin(), x.shape().end() - 1);
-  const int64_t rows = shape_numel(lead);
-  Tensor q(DType::UInt8, x.shape()), scale(DType::Float32, lead), zero(DType::Int32, lead);
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* row = normalized.data<float>() + m * k;
-    float s = 1;
-    int32_t z = 0;
-    dynamic_row(row, k, int8, s, z);
-    for (int64_t i = 0; i < k; ++i)
-      q.mutable_data<uint8_t>()[m * k + i] = static_cast<uint8_t>(
-          int8 ? quantize_one(row[i], s, 0, Range{-128, 127}) + 128 : quantize_one(row[i], s, z, Range{0, 255}));
-    scale.mutable_data<float>()[m] = s;
-    zero.mutable_data<int32_t>()[m] = int8 ? 128 : z;
-  }
-  ctx.set_output(0, std::move(q));
-  ctx.set_output(1, std::move(scale));
-  ctx.set_output(2, std::move(zero));
+  set_per_row_outputs(ctx, 0, normalized, dyn == "int8");
   if (ctx.output_wanted(3))
     ctx.set_output(3, ref::run_onnx_kernel("LayerNormalization", ctx.node(),
                                            {&x, &ctx.input(1), ctx.optional_input(2)}));

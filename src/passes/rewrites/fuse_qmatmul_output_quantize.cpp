@@ -15,6 +15,14 @@
 // output_scale of its own (two factors would round twice). P gets output_scale = the
 // readers' a_channel_scale (if any), y_scale = their a_scale, y_zero_point = their
 // a_zero_point; the readers lose a_channel_scale and read P's 8-bit output.
+//
+// Per-token readers instead (issue 20: the static default reads every linear input per
+// token, so the down-projection quantized the up-projection's float [S, 4E] output per row
+// in a pass of its own): dynamic QMatMuls of one dynamic_type without a_channel_scale
+// (per_token_readers). P gets y_dynamic_type = their dynamic_type and three outputs (Y
+// uint8, y_scale, y_zero_point per row), which the readers take as inputs 0, 1, 2. P's
+// epilogue quantizes each finished row with the call the reader's own quantization made
+// (quant_ops.h quantize_row_dynamic), so the readers' outputs keep their bits.
 #include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/quantized_readers.h"
@@ -26,7 +34,8 @@ namespace {
 enum : size_t { kOutputScale = 9, kYScale = 10, kYZero = 11, kChannelScale = 8 };
 
 bool candidate(const Node* p) {
-  if (p->domain() != "octet" || p->op_type() != "QMatMul" || input_or_null(p, kYScale) || input_or_null(p, kYZero))
+  if (p->domain() != "octet" || p->op_type() != "QMatMul" || input_or_null(p, kYScale) || input_or_null(p, kYZero) ||
+      p->has_attr("y_dynamic_type") || p->outputs().size() != 1)
     return false;
   const Value* y = p->output(0);
   return y && y->type.dtype == DType::Float32 && !y->is_graph_output() && !read_by_subgraph(y);
@@ -54,14 +63,33 @@ bool rewrite(Graph& g, PassContext& ctx, Node* p, const QuantizedReaders& r) {
   return true;
 }
 
+// P writes its output per row for per-token readers (see above).
+bool rewrite_per_row(Graph& g, PassContext& ctx, Node* p, const QuantizedReaders& r) {
+  GraphPatch patch = make_patch(g);
+  std::vector<Attribute> attrs = p->attributes();
+  attrs.push_back(Attribute::make_string("y_dynamic_type", r.qmatmuls[0]->attr_string("dynamic_type", "uint8")));
+  Node* fused = patch.add_node("QMatMul", p->inputs(), 3, attrs, "octet", p->name() + "_rows");
+  for (Node* q : r.qmatmuls)
+    for (size_t i = 0; i < 3; ++i) patch.set_input(q, i, fused->output(i));
+  patch.remove_node(p);
+  if (!ctx.apply(patch)) return false;
+  ctx.count("octet.QMatMul -> output quantized per row");
+  return true;
+}
+
 bool run(Graph& g, PassContext& ctx) {
   RemovedNodes removed;
   bool changed = false;
   for (Node* p : g.nodes()) {
     if (removed.contains(p) || !candidate(p)) continue;
-    const QuantizedReaders r = quantized_readers(p->output(0), /*channel_scale_ok=*/true);
+    QuantizedReaders r = quantized_readers(p->output(0), /*channel_scale_ok=*/true);
+    bool per_row = false;
+    if (r.qmatmuls.empty()) {
+      r = per_token_readers(p->output(0));
+      per_row = true;
+    }
     if (r.qmatmuls.empty() || r.others || r.dead) continue;
-    if (rewrite(g, ctx, p, r)) {
+    if (per_row ? rewrite_per_row(g, ctx, p, r) : rewrite(g, ctx, p, r)) {
       removed.add({p});
       changed = true;
     }

@@ -40,7 +40,7 @@ namespace {
 
 bool is_nbits(const Node* n) { return n->domain() == "com.microsoft" && n->op_type() == "MatMulNBits"; }
 
-// What must agree for two nodes to share one product; nullopt: the node cannot merge.
+// What must agree for two nodes to share one product (for a node columns() accepts).
 using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, bool>;  // kind, K, bits, block, accuracy, zero points
 
 // The number of output columns of a mergeable node, or 0.

@@ -103,8 +103,10 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   // folded in: a float reader of the LayerNorm) and dead-code elimination has removed the
   // QuantizeLinear nodes fuse_qdq_matmul left reading them.
   // QMatMuls whose only readers are such QMatMuls then write their 8-bit A too.
+  // Sibling products of one input merge once no fusion can want them apart (a bias Add,
+  // a fused attention's Q/K/V).
   if (options.level >= 2)
-    finishing = {transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize()};
+    finishing = {merge_sibling_matmuls(), transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize()};
   return Pipeline(std::move(list), std::move(finishing));
 }
 

@@ -145,6 +145,11 @@ std::vector<Case> cases() {
       {1, 4, 4, 3, 6, 13, 13, {1, 1, 1, 9}, {1, 1, 3, 9}},  // GPT-2: MHA, keep + padding mask
       {3, 2, 1, 1, 31, 7, 9, {}, {3, 1, 1, 32}},          // keep only, batch 3, odd sizes
       {1, 8, 2, 33, 100, 64, 64, {1, 1, 33, 133}, {}, 2},  // long chunk, threads
+      // The AVX-512 group rows (head size 64 / 128, 1-4 heads per group), per-head masks:
+      {2, 4, 2, 3, 5, 128, 128, {2, 4, 3, 8}, {2, 1, 3, 8}},  // D 128, 2 per group, mask + keep
+      {1, 2, 2, 1, 40, 64, 64, {1, 2, 1, 41}},                  // MHA: 1 per group
+      {1, 6, 3, 1, 20, 64, 64, {}, {1, 6, 1, 21}},              // 2 per group, keep per head
+      {1, 3, 1, 2, 9, 128, 128, {1, 1, 2, 11}},                 // D 128, 3 per group: the generic rows
   };
 }
 

@@ -10,7 +10,8 @@
 //   y = (sum_j p_j v_j) / sum(p)                              (one axpy per key)
 // The dot product and the axpy are plain loops the compiler vectorizes; the row function
 // is compiled three times (generic, AVX2+FMA, AVX-512) and the active ISA level picks one
-// (kernels/dispatch/cpu_features.h). Rows are spread over threads only when the step is
+// (kernels/dispatch/cpu_features.h). At AVX-512 with head size 64 or 128 all the query
+// heads of a key/value group run at once instead (grouped_attention_avx512.cpp). Rows are spread over threads only when the step is
 // big enough to pay for waking them (a prefill chunk, a long cache).
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/grouped_attention_group.h"
 #include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/vec_ops.h"
 #include "kernels/dispatch/cpu_features.h"
@@ -178,9 +180,25 @@ void grouped_attention_f32(KernelContext& ctx) {
   float* y = ctx.allocate_output_uninitialized(0, DType::Float32, c.out_shape).mutable_data<float>();
   const int64_t rows = c.batch * c.heads * c.q_len;
   if (rows == 0 || c.head_v == 0) return;
+  const cpu::VecTable& vec = cpu::vec_ops();
+  const int64_t per_group = c.groups > 0 && c.heads % c.groups == 0 ? c.heads / c.groups : 0;
+  const cpu::GroupRowsFn group_rows =
+      !c.quantized && active_isa() >= IsaLevel::Avx512 && c.head_k == c.head_v && per_group
+          ? cpu::group_rows_avx512(c.head_k, per_group)
+          : nullptr;
+  if (group_rows) {  // every query head of a group at once (grouped_attention_group.h)
+    const int64_t units = c.batch * c.groups * c.q_len;
+    cpu::parallel_ranges(ctx, units, rows * c.kv_len * (c.head_k + c.head_v) / 8, [&](int64_t u0, int64_t u1) {
+      std::vector<float> scores(static_cast<size_t>(per_group * std::max<int64_t>(c.kv_len, 1)));
+      for (int64_t u = u0; u < u1; ++u) {  // u runs over (b, g, i)
+        const int64_t i = u % c.q_len, g = (u / c.q_len) % c.groups, b = u / (c.q_len * c.groups);
+        group_rows(c, vec, b, g, i, scores.data(), y + (b * c.q_len + i) * c.heads * c.head_v + g * per_group * c.head_v);
+      }
+    });
+    return;
+  }
   const RowFn row = row_for(active_isa());
   const QuantizedRowFn quantized_row = quantized_row_for(active_isa());
-  const cpu::VecTable& vec = cpu::vec_ops();
   const int64_t work = rows * c.kv_len * (c.head_k + c.head_v);
   cpu::parallel_ranges(ctx, rows, work / 8, [&](int64_t r0, int64_t r1) {
     const int64_t t = std::max<int64_t>(c.kv_len, 1);

@@ -34,6 +34,7 @@ Pass fold_matmul_output_scale(); // QMatMul/MatMulBias -> Mul(per-column constan
 Pass fuse_layer_norm_quantize();  // LayerNorm [+ its smoothed twin] read by static QMatMuls -> octet.LayerNormQuantize
 Pass fuse_qmatmul_output_quantize();  // QMatMul read only by static QMatMuls -> writes their 8-bit A
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
+Pass merge_sibling_matmuls();  // MatMulNBits / constant-weight MatMuls of one input     -> one product + Split
 Pass transpose_to_reshape();  // Transpose moving only size-1 axes                  -> Reshape (a view)
 
 }  // namespace octet::passes

@@ -26,6 +26,9 @@ struct SmoothGroup {
   std::string activation;              // X, by name in the cleaned float graph
   std::vector<std::string> consumers;  // MatMul/Gemm node names, graph order
   int64_t channels = 0;                // K
+  // Every consumer reads X quantized per token at run time (QuantizedNode::per_token): the
+  // alpha search then models X / s quantized per row, not with one calibrated range.
+  bool per_token = false;
 };
 
 // A group weight as [K, N] whatever its stored layout (Gemm transB=1 stores [N, K]); the

@@ -50,6 +50,8 @@ std::vector<Candidate> candidates(const QuantizePlan& plan, GptqSummary& summary
 
 }  // namespace
 
+double gptq_damping(bool per_token) { return per_token ? 0.1 : 0.01; }
+
 std::map<std::string, GramObserver> observe_grams(const Session& session,
                                                   const std::vector<std::pair<std::string, int64_t>>& inputs,
                                                   const CalibrationSource& source, const std::vector<size_t>& samples,
@@ -114,7 +116,7 @@ std::shared_ptr<const PreparedWeights> gptq_weights(const Session& session, cons
       std::vector<float> scales(qw.scale.data<float>(), qw.scale.data<float>() + qw.scale.numel());
       const float* w = kn.data<float>();
       const std::vector<double> h = g->second.matrix();
-      const std::vector<int8_t> q = gptq_round(w, c.k, c.n, scales, h);
+      const std::vector<int8_t> q = gptq_round(w, c.k, c.n, scales, h, gptq_damping(per_token.count(c.input) > 0));
       err_nearest += output_error(w, qw.data.data<int8_t>(), c.k, c.n, scales, h);
       err_gptq += output_error(w, q.data(), c.k, c.n, scales, h);
       std::copy(q.begin(), q.end(), qw.data.mutable_data<int8_t>());

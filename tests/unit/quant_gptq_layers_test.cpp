@@ -28,7 +28,12 @@ std::vector<int8_t> expected_rounding(const Session& session, const Node& node, 
     });
   const QuantizedWeight nearest = quantize_weight(w, 1, true, "w");
   const std::vector<float> scales(nearest.scale.data<float>(), nearest.scale.data<float>() + nearest.scale.numel());
-  return gptq_round(w.data<float>(), k, n, scales, gram.matrix());
+  return gptq_round(w.data<float>(), k, n, scales, gram.matrix(), gptq_damping(row_steps.has_value()));
+}
+
+TEST(GptqLayers, DampingIsTenTimesGptqsForPerTokenLayers) {
+  EXPECT_DOUBLE_EQ(gptq_damping(false), 0.01);
+  EXPECT_DOUBLE_EQ(gptq_damping(true), 0.1);
 }
 
 TEST(GptqLayers, PerTokenInputsGetGramMatricesOfRowsInSteps) {

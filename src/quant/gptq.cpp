@@ -109,8 +109,8 @@ std::vector<int64_t> act_order(const std::vector<double>& h, int64_t k) {
 
 }  // namespace
 
-GramObserver::GramObserver(std::string name, int64_t k)
-    : name_(std::move(name)), k_(k), sum_(static_cast<size_t>(k) * static_cast<size_t>(k), 0.0f) {
+GramObserver::GramObserver(std::string name, int64_t k, std::optional<DType> row_steps)
+    : name_(std::move(name)), k_(k), row_steps_(row_steps), sum_(static_cast<size_t>(k) * static_cast<size_t>(k), 0.0f) {
   if (k <= 0) fail("GPTQ: input '", name_, "' has ", k, " channels");
 }
 
@@ -125,6 +125,19 @@ void GramObserver::observe(const Tensor& t) {
     if (!std::isfinite(x[i])) fail("GPTQ: tensor '", name_, "' holds a non-finite value at flat index ", i);
   // Summed in float, as GPTQ's reference implementation does: a model's worth of K x K
   // sums must fit in memory, and the damping bounds what their rounding can do.
+  std::vector<float> scaled;
+  if (row_steps_) {
+    scaled.assign(x, x + t.numel());
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = scaled.data() + r * k_;
+      float lo = 0, hi = 0;
+      for (int64_t j = 0; j < k_; ++j) lo = std::min(lo, row[j]), hi = std::max(hi, row[j]);
+      const float step = *row_steps_ == DType::Int8 ? std::max(-lo, hi) : hi - lo;
+      const float f = step > 0 ? 1.0f / step : 0.0f;
+      for (int64_t j = 0; j < k_; ++j) row[j] *= f;
+    }
+    x = scaled.data();
+  }
   sgemm_or_fail('T', 'N', k_, k_, rows, 1.0f, x, k_, x, k_, 1.0f, sum_.data(), k_, "x^T x");
   rows_ += static_cast<uint64_t>(rows);
 }

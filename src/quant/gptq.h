@@ -16,6 +16,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,9 +33,19 @@ namespace octet::quant {
 
 // The sum of x^T x over the rows x (the last axis, K values) of every tensor observed:
 // the Hessian of the layer's squared output error, up to a factor of 2.
+//
+// With `row_steps` (the activation type of a layer that reads its input per token), each
+// row is first divided by its own run-time quantization step, up to the constant 255 or
+// 127: by its range [min(x, 0), max(x, 0)] for uint8, by max|x| for int8 (an all-zero row
+// adds nothing). H then weighs each token's weight error in units of its activation
+// rounding, which is relative to its own range; a plain Gram lets a few huge-norm tokens
+// (DINOv2's high-norm patch tokens) decide the rounding of every weight. Held-out
+// (harness): DINOv2-S CLS cosine min 0.9952 plain, 0.9979 in steps (nearest rounding
+// 0.9980; rows of unit L2 norm 0.9973); all-MiniLM-L6 0.9994 / 0.9987 / NN 0.953 plain,
+// 0.9994 / 0.9985 / 0.967 in steps.
 class GramObserver {
  public:
-  GramObserver(std::string name, int64_t k);
+  GramObserver(std::string name, int64_t k, std::optional<DType> row_steps = std::nullopt);
   void observe(const Tensor& t);                         // float32 [..., K]
   std::vector<double> matrix() const { return {sum_.begin(), sum_.end()}; }  // K x K, row-major, symmetric
   uint64_t rows() const { return rows_; }
@@ -42,6 +54,7 @@ class GramObserver {
  private:
   std::string name_;
   int64_t k_;
+  std::optional<DType> row_steps_;
   std::vector<float> sum_;
   uint64_t rows_ = 0;
 };
@@ -77,20 +90,32 @@ struct GptqSummary {
 };
 
 // The Gram matrices of `inputs` (value name, channel count K) on `session`'s graph over
-// `samples`; sample_done is called after each sample.
+// `samples`, those named in `per_token` with rows in their quantization steps of that
+// activation type (GramObserver); sample_done is called after each sample.
 std::map<std::string, GramObserver> observe_grams(const Session& session,
                                                   const std::vector<std::pair<std::string, int64_t>>& inputs,
                                                   const CalibrationSource& source, const std::vector<size_t>& samples,
-                                                  const std::function<void()>& sample_done);
+                                                  const std::function<void()>& sample_done,
+                                                  const std::set<std::string>& per_token = {},
+                                                  DType row_type = DType::UInt8);
+
+// The damping gptq_weights uses: 1% of H's mean diagonal (GPTQ's), 10% for a layer that
+// reads its input per token. On those (rows in steps), 1% let GPTQ fit the 80-100
+// calibration samples' few directions at the cost of the held-out ones; 10% keeps it
+// nearer nearest rounding (held-out, harness: DINOv2-S CLS min 0.9972 -> 0.9981,
+// all-MiniLM-L6 0.9993 / 0.9983 / NN 0.960 -> 0.9994 / 0.9985 / 0.977).
+double gptq_damping(bool per_token);
 
 // GPTQ for every planned MatMul/Gemm weight that a single quantized node reads, with
-// the Gram matrices of their inputs observed by `float_session` (on the float model the
+// the Gram matrices of their inputs (rows in quantization steps of `row_type` where every
+// quantized reader takes the input per token: QuantizedNode::per_token) observed by
+// `float_session` (on the float model the
 // plan's graph is rewritten from: value names line up) over `samples`. Gram matrices of at most
 // `max_gram_bytes` together (float sums) are kept at a time; more take further passes.
 std::shared_ptr<const PreparedWeights> gptq_weights(const Session& float_session, const QuantizePlan& plan,
                                                     const CalibrationSource& source,
                                                     const std::vector<size_t>& samples, bool per_channel,
-                                                    const std::function<void(size_t, size_t)>& progress,
+                                                    DType row_type, const std::function<void(size_t, size_t)>& progress,
                                                     GptqSummary& summary, size_t max_gram_bytes = size_t{256} << 20);
 
 }  // namespace octet::quant

@@ -1,6 +1,7 @@
 // Drivers of GPTQ (gptq.h) over a model: the Gram matrices of the quantized layers' inputs
 // on calibration samples, and the rounding of every weight that can take it.
 #include <algorithm>
+#include <set>
 
 #include "octet/error.h"
 #include "quant/gptq.h"
@@ -49,12 +50,16 @@ std::vector<Candidate> candidates(const QuantizePlan& plan, GptqSummary& summary
 
 }  // namespace
 
+double gptq_damping(bool per_token) { return per_token ? 0.1 : 0.01; }
+
 std::map<std::string, GramObserver> observe_grams(const Session& session,
                                                   const std::vector<std::pair<std::string, int64_t>>& inputs,
                                                   const CalibrationSource& source, const std::vector<size_t>& samples,
-                                                  const std::function<void()>& sample_done) {
+                                                  const std::function<void()>& sample_done,
+                                                  const std::set<std::string>& per_token, DType row_type) {
   std::map<std::string, GramObserver> grams;
-  for (const auto& [name, k] : inputs) grams.emplace(name, GramObserver(name, k));
+  for (const auto& [name, k] : inputs)
+    grams.emplace(name, GramObserver(name, k, per_token.count(name) ? std::optional<DType>(row_type) : std::nullopt));
   for (size_t index : samples) {
     session.run(source.sample(index), [&](const Value& v, const Tensor& t) {
       if (auto it = grams.find(v.name()); it != grams.end()) it->second.observe(t);
@@ -67,10 +72,16 @@ std::map<std::string, GramObserver> observe_grams(const Session& session,
 std::shared_ptr<const PreparedWeights> gptq_weights(const Session& session, const QuantizePlan& plan,
                                                     const CalibrationSource& source,
                                                     const std::vector<size_t>& samples, bool per_channel,
-                                                    const std::function<void(size_t, size_t)>& progress,
+                                                    DType row_type, const std::function<void(size_t, size_t)>& progress,
                                                     GptqSummary& summary, size_t max_gram_bytes) {
   auto prepared = std::make_shared<PreparedWeights>();
   const std::vector<Candidate> all = candidates(plan, summary);
+  // Inputs whose every quantized reader takes them per token: Gram matrices of rows in
+  // their quantization steps (gptq.h).
+  std::set<std::string> per_token, calibrated;
+  for (const QuantizedNode& q : plan.nodes)
+    if (q.kind == QuantKind::Weight) (q.per_token ? per_token : calibrated).insert(q.node->input(0)->name());
+  for (const std::string& name : calibrated) per_token.erase(name);
   // Inputs in first-use order, split into passes whose Gram matrices fit the budget.
   std::vector<std::pair<std::string, int64_t>> inputs;
   for (const Candidate& c : all)
@@ -90,7 +101,7 @@ std::shared_ptr<const PreparedWeights> gptq_weights(const Session& session, cons
   for (const auto& pass : passes) {
     std::map<std::string, GramObserver> grams = observe_grams(session, pass, source, samples, [&] {
       if (progress) progress(++done, total);
-    });
+    }, per_token, row_type);
     ++summary.calibration_passes;
     for (const Candidate& c : all) {
       auto g = grams.find(c.input);
@@ -105,7 +116,7 @@ std::shared_ptr<const PreparedWeights> gptq_weights(const Session& session, cons
       std::vector<float> scales(qw.scale.data<float>(), qw.scale.data<float>() + qw.scale.numel());
       const float* w = kn.data<float>();
       const std::vector<double> h = g->second.matrix();
-      const std::vector<int8_t> q = gptq_round(w, c.k, c.n, scales, h);
+      const std::vector<int8_t> q = gptq_round(w, c.k, c.n, scales, h, gptq_damping(per_token.count(c.input) > 0));
       err_nearest += output_error(w, qw.data.data<int8_t>(), c.k, c.n, scales, h);
       err_gptq += output_error(w, q.data(), c.k, c.n, scales, h);
       std::copy(q.begin(), q.end(), qw.data.mutable_data<int8_t>());

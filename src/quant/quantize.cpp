@@ -337,7 +337,8 @@ QuantizeReport quantize_model(const QuantizeJob& requested) {
       if (job.gptq) {
         GptqSummary ignored;
         plain_prepared = gptq_weights(original_session, plan_quantization(*float_graph, job.options), *source,
-                                      calib_idx, o.per_channel_weights, progress("GPTQ rounding without smoothing"),
+                                      calib_idx, o.per_channel_weights, o.activation_type,
+                                      progress("GPTQ rounding without smoothing"),
                                       ignored);
       }
       const Session plain = quantized_session(*float_graph, job.options, plain_params, plain_prepared.get());
@@ -364,7 +365,7 @@ QuantizeReport quantize_model(const QuantizeJob& requested) {
   std::shared_ptr<const PreparedWeights> prepared;
   if (source && job.gptq) {
     GptqSummary g;
-    prepared = gptq_weights(float_session(float_graph), plan, *source, calib_idx, o.per_channel_weights,
+    prepared = gptq_weights(float_session(float_graph), plan, *source, calib_idx, o.per_channel_weights, o.activation_type,
                             progress("GPTQ rounding"), g);
     report.gptq = GptqReport{g.layers, g.calibration_passes, g.error_nearest, g.error_gptq};
     for (const SkippedNode& s : g.skipped) report.notes.push_back("GPTQ: '" + s.node->name() + "' " + s.reason);

@@ -34,7 +34,7 @@ float round_to_grid(float v, float scale, float lo, float hi) { return std::clam
 
 SmoothingSearch::SmoothingSearch(const Graph& graph, const SmoothGroup& group, const ChannelStatsObserver& stats,
                                  const QuantizeOptions& options)
-    : stats_(stats), options_(options), k_(group.channels) {
+    : stats_(stats), options_(options), per_token_(group.per_token), k_(group.channels) {
   for (size_t r = 0; r < stats.rows(); ++r) {
     const float* row = stats.sample_rows().data() + r * static_cast<size_t>(k_);
     if (finite_row(row, k_)) x_.insert(x_.end(), row, row + k_);
@@ -56,6 +56,33 @@ double SmoothingSearch::error(const std::vector<float>& scale) const {
   const size_t k = static_cast<size_t>(k_);
   const std::vector<float> s = scale.empty() ? std::vector<float>(k, 1.0f) : scale;
   if (s.size() != k) fail("smoothing: ", s.size(), " scales for ", k, " channels");
+  const std::vector<float> xq = quantized_input(s);
+  if (xq.empty()) return 0;
+  double error = 0;
+  for (const Weight& w : weights_) error += weight_error(w, s, xq);
+  return error;
+}
+
+std::vector<float> SmoothingSearch::quantized_input(const std::vector<float>& s) const {
+  const size_t k = static_cast<size_t>(k_);
+  const bool int8 = options_.activation_type == DType::Int8;
+  std::vector<float> xq(x_.size());
+  if (per_token_) {
+    // Each row on its own grid, the rule of octet.QMatMul's dynamic rows (ref_octet_quant.cpp).
+    for (size_t r = 0; r < static_cast<size_t>(rows_); ++r) {
+      float* out = xq.data() + r * k;
+      const float* x = x_.data() + r * k;
+      for (size_t j = 0; j < k; ++j) out[j] = x[j] / s[j];
+      float lo = 0, hi = 0;
+      for (size_t j = 0; j < k; ++j) lo = std::min(lo, out[j]), hi = std::max(hi, out[j]);
+      float scale = int8 ? std::max(-lo, hi) / 127.0f : (hi - lo) / 255.0f;
+      if (scale == 0) scale = 1;
+      const float zp = int8 ? 0.0f : std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f);
+      const float qmin = int8 ? -128.0f : 0.0f, qmax = int8 ? 127.0f : 255.0f;
+      for (size_t j = 0; j < k; ++j) out[j] = (std::clamp(std::nearbyint(out[j] / scale) + zp, qmin, qmax) - zp) * scale;
+    }
+    return xq;
+  }
   // X / s over all samples lies in [min_j min_j / s_j, max_j max_j / s_j] (s > 0).
   Range range{std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
   for (size_t j = 0; j < k; ++j) {
@@ -63,18 +90,15 @@ double SmoothingSearch::error(const std::vector<float>& scale) const {
     range.lo = std::min(range.lo, stats_.min()[j] / s[j]);
     range.hi = std::max(range.hi, stats_.max()[j] / s[j]);
   }
-  if (range.lo > range.hi) return 0;
+  if (range.lo > range.hi) return {};
   const QuantParams ap = activation_params(range, options_.activation_type);
   const float amin = ap.dtype == DType::UInt8 ? 0.0f : -127.0f, amax = ap.dtype == DType::UInt8 ? 255.0f : 127.0f;
   const float zp = static_cast<float>(ap.zero_point);
-  std::vector<float> xq(x_.size());
   for (size_t i = 0; i < x_.size(); ++i) {
     const float q = std::nearbyint(x_[i] / s[i % k] / ap.scale) + zp;
     xq[i] = (std::clamp(q, amin, amax) - zp) * ap.scale;
   }
-  double error = 0;
-  for (const Weight& w : weights_) error += weight_error(w, s, xq);
-  return error;
+  return xq;
 }
 
 double SmoothingSearch::weight_error(const Weight& w, const std::vector<float>& s, const std::vector<float>& xq) const {

@@ -4,7 +4,11 @@
 // For a group (the matmuls reading one activation X) and its kept calibration rows of X,
 // error(s) is the squared error of the group's outputs when X / s is quantized per tensor
 // (range from the per-channel min/max, i.e. over all samples) and s * W per output channel
-// (or per tensor), against the float product X.W, summed over the group's weights.
+// (or per tensor), against the float product X.W, summed over the group's weights. When
+// the group reads X per token (SmoothGroup::per_token), X / s is quantized per row instead,
+// as octet.QMatMul does at run time (uint8: the row's range with 0, (max - min) / 255;
+// int8: max|x| / 127): smoothing then only pays for the weights' rounding, which the
+// search must see, or it smooths where per-row inputs need no help.
 //
 // Why a class: the search asks 12 scales per group. The float products X.W do not depend
 // on s, so they are computed once here instead of once per candidate; and the quantized
@@ -43,8 +47,12 @@ class SmoothingSearch {
   };
   double weight_error(const Weight& w, const std::vector<float>& s, const std::vector<float>& xq) const;
 
+  // X / s rounded to the activation grid and back, [rows, K].
+  std::vector<float> quantized_input(const std::vector<float>& s) const;
+
   const ChannelStatsObserver& stats_;
   QuantizeOptions options_;
+  bool per_token_ = false;
   int64_t k_ = 0, rows_ = 0;
   std::vector<float> x_;  // the kept finite rows, [rows, K]
   std::vector<Weight> weights_;

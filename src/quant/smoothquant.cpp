@@ -44,8 +44,9 @@ std::vector<SmoothGroup> find_smooth_groups(const Graph& graph, const QuantizePl
       if (last.is_constant() && last.value() != w.k) continue;  // not a plain [.., K] x [K, N] product
     }
     auto [it, fresh] = index.emplace(x, groups.size());
-    if (fresh) groups.push_back({x->name(), {}, w.k});
+    if (fresh) groups.push_back({x->name(), {}, w.k, q.per_token});
     SmoothGroup& g = groups[it->second];
+    g.per_token = g.per_token && q.per_token;
     if (g.channels != w.k) fail("smoothing: ", n->describe(), " reads '", x->name(), "' with K=", w.k, ", another reader has K=", g.channels);
     g.consumers.push_back(n->name());
   }

@@ -26,6 +26,9 @@ struct SmoothGroup {
   std::string activation;              // X, by name in the cleaned float graph
   std::vector<std::string> consumers;  // MatMul/Gemm node names, graph order
   int64_t channels = 0;                // K
+  // Every consumer reads X quantized per token at run time (QuantizedNode::per_token): the
+  // alpha search then models X / s quantized per row, not with one calibrated range.
+  bool per_token = false;
 };
 
 // A group weight as [K, N] whatever its stored layout (Gemm transB=1 stores [N, K]); the
@@ -101,7 +104,8 @@ std::vector<float> smoothing_scales(const std::vector<float>& act_abs_max, const
 std::vector<float> weight_abs_max(const Graph& graph, const SmoothGroup& group);
 
 // The error estimate behind `auto`: the group's outputs on the kept rows, with X / s
-// quantized per tensor (range from the per-channel min/max, so over all samples) and the
+// quantized per tensor (range from the per-channel min/max, so over all samples; per row
+// when the group reads X per token, SmoothGroup::per_token) and the
 // weights s * W quantized per output channel (or per tensor) as the quantizer would,
 // against the float product. Empty `scale` means no smoothing.
 double smoothing_error(const Graph& graph, const SmoothGroup& group, const ChannelStatsObserver& stats,

@@ -112,6 +112,23 @@ TEST(Gptq, GramMatrixIsXTransposeX) {
   EXPECT_THROW(o.observe(Tensor::from_vector<float>({1, 2}, {1, NAN})), Error);
 }
 
+TEST(Gptq, RowStepGramDividesEachRowByItsQuantizationRange) {
+  // uint8 rows are divided by max(x, 0) - min(x, 0): (300, 400) by 400 -> (0.75, 1);
+  // (0, 0) adds nothing; (1, -1) by 2 -> (0.5, -0.5); (-2, -1) by 2 -> (-1, -0.5).
+  GramObserver u("x", 2, DType::UInt8);
+  u.observe(Tensor::from_vector<float>({4, 2}, {300, 400, 0, 0, 1, -1, -2, -1}));
+  const std::vector<double> want_u{0.5625 + 0.25 + 1, 0.75 - 0.25 + 0.5, 0.75 - 0.25 + 0.5, 1 + 0.25 + 0.25};
+  // int8 rows by max|x|: (0.75, 1), (1, -1), (-1, -0.5).
+  GramObserver s("x", 2, DType::Int8);
+  s.observe(Tensor::from_vector<float>({4, 2}, {300, 400, 0, 0, 1, -1, -2, -1}));
+  const std::vector<double> want_s{0.5625 + 1 + 1, 0.75 - 1 + 0.5, 0.75 - 1 + 0.5, 1 + 1 + 0.25};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(u.matrix()[i], want_u[i], 1e-6) << i;
+    EXPECT_NEAR(s.matrix()[i], want_s[i], 1e-6) << i;
+  }
+  EXPECT_EQ(u.rows(), 4u);
+}
+
 TEST(Gptq, InverseCholeskyUpperByHand) {
   // H = [[4, 2], [2, 3]]: H^-1 = [[3, -2], [-2, 4]] / 8 = U^T U with U upper:
   // U00 = sqrt(3/8), U01 = -(1/4) / U00, U11 = sqrt(1/2 - U01^2) = sqrt(1/3).

@@ -117,4 +117,48 @@ std::optional<std::string> causal_decoder_evidence(const Session& float_model, c
   return why.str();
 }
 
+namespace {
+
+// A caller who named no mode got static for having samples; a decoder LLM gets per-token
+// dynamic activations instead (default_mode.h says why), on the octet target, whose
+// octet.QMatMul quantizes each row on the fly (ort's dynamic form has one scale per tensor).
+void choose_default_mode(QuantizeJob& job, const std::function<Session()>& float_model, const CalibrationSource* source,
+                         const std::vector<size_t>& calib_idx, QuantizeReport& report) {
+  if (!job.mode_is_default || job.options.mode != Mode::Static || !source || calib_idx.empty()) return;
+  if (job.options.target != Target::Octet) {
+    report.mode_reason = "static: the default with calibration samples";
+    return;
+  }
+  const std::optional<std::string> decoder =
+      causal_decoder_evidence(float_model(), source->sample(calib_idx.front()));
+  if (!decoder) {
+    report.mode_reason = "static: the default with calibration samples (not a causal decoder)";
+    return;
+  }
+  job.options.mode = Mode::Dynamic;
+  job.options.per_token.clear();
+  if (job.smoothing_is_default) job.smoothing.reset();  // static mode's default only
+  report.mode_reason = "dynamic, per token: the default for decoder LLMs (" + *decoder +
+                       "); the samples still round the weights (GPTQ) and measure fidelity; --mode static forces static";
+}
+
+}  // namespace
+
+const std::set<std::string>& default_per_token() {
+  static const std::set<std::string> ops = {"MatMul", "Gemm"};
+  return ops;
+}
+
+void settle_default_mode(QuantizeJob& job, const std::function<Session()>& float_model, const CalibrationSource* source,
+                         const std::vector<size_t>& calib_idx, QuantizeReport& report) {
+  choose_default_mode(job, float_model, source, calib_idx, report);
+  // Static mode on the octet target takes the default per-token linear inputs (issue 15).
+  if (job.per_token_is_default && job.options.mode == Mode::Static && job.options.target == Target::Octet) {
+    job.options.per_token = default_per_token();
+    report.mode_reason += (report.mode_reason.empty() ? "static" : std::string()) +
+                          "; the MatMul/Gemm inputs per token at run time, attention and Conv calibrated "
+                          "(--per-token none: all calibrated)";
+  }
+}
+
 }  // namespace octet::quant

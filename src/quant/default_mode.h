@@ -18,9 +18,13 @@
 // per-token outputs are not probed.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "quant/calibration_data.h"
+#include "quant/quantize.h"
 #include "runtime/session.h"
 
 namespace octet::quant {
@@ -28,5 +32,12 @@ namespace octet::quant {
 // Nullopt unless the probe shows causal token-to-output dependence on `sample`; else one
 // sentence saying what was changed and what stayed the same, for the report.
 std::optional<std::string> causal_decoder_evidence(const Session& float_model, const NamedTensors& sample);
+
+// Settles what `job` left to the defaults once the model is loaded: the mode (a causal decoder
+// on the octet target gets per-token dynamic activations, probed on the first calibration
+// sample with a session from `float_model`), then static mode's per-token linear inputs on
+// the octet target. Says why in report.mode_reason.
+void settle_default_mode(QuantizeJob& job, const std::function<Session()>& float_model, const CalibrationSource* source,
+                         const std::vector<size_t>& calib_idx, QuantizeReport& report);
 
 }  // namespace octet::quant

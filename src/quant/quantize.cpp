@@ -232,36 +232,7 @@ std::vector<SmoothingDecision> decide(const QuantizeJob& job, const std::shared_
   return decisions;
 }
 
-// A caller who named no mode got static for having samples; a decoder LLM gets per-token
-// dynamic activations instead (default_mode.h says why), on the octet target, whose
-// octet.QMatMul quantizes each row on the fly (ort's dynamic form has one scale per tensor).
-// Static mode on the octet target then takes the default per-token linear inputs.
-void choose_default_mode(QuantizeJob& job, const std::shared_ptr<Graph>& float_graph, const CalibrationSource* source,
-                         const std::vector<size_t>& calib_idx, QuantizeReport& report) {
-  if (!job.mode_is_default || job.options.mode != Mode::Static || !source || calib_idx.empty()) return;
-  if (job.options.target != Target::Octet) {
-    report.mode_reason = "static: the default with calibration samples";
-    return;
-  }
-  const std::optional<std::string> decoder =
-      causal_decoder_evidence(float_session(float_graph), source->sample(calib_idx.front()));
-  if (!decoder) {
-    report.mode_reason = "static: the default with calibration samples (not a causal decoder)";
-    return;
-  }
-  job.options.mode = Mode::Dynamic;
-  job.options.per_token.clear();
-  if (job.smoothing_is_default) job.smoothing.reset();  // static mode's default only
-  report.mode_reason = "dynamic, per token: the default for decoder LLMs (" + *decoder +
-                       "); the samples still round the weights (GPTQ) and measure fidelity; --mode static forces static";
-}
-
 }  // namespace
-
-const std::set<std::string>& default_per_token() {
-  static const std::set<std::string> ops = {"MatMul", "Gemm"};
-  return ops;
-}
 
 QuantizeReport quantize_model(const QuantizeJob& requested) {
   const auto start = std::chrono::steady_clock::now();
@@ -298,13 +269,7 @@ QuantizeReport quantize_model(const QuantizeJob& requested) {
     if (eval_idx.empty()) eval_idx = calib_idx;
   }
 
-  choose_default_mode(job, float_graph, source ? &*source : nullptr, calib_idx, report);
-  if (job.per_token_is_default && job.options.mode == Mode::Static && job.options.target == Target::Octet) {
-    job.options.per_token = default_per_token();
-    report.mode_reason += (report.mode_reason.empty() ? "static" : std::string()) +
-                          "; the MatMul/Gemm inputs per token at run time, attention and Conv calibrated "
-                          "(--per-token none: all calibrated)";
-  }
+  settle_default_mode(job, [&] { return float_session(float_graph); }, source ? &*source : nullptr, calib_idx, report);
   QuantizeOptions o = job.options;  // mixed precision adds exclusions
   // int16 probabilities are QuantizeLinear to int16: opset 21.
   if (writes_wide_probabilities(o) && float_graph->opset_version("") < 21) {

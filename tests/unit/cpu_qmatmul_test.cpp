@@ -43,24 +43,7 @@ int check(const QCase& c, int threads = 1) {
   return fast.optimized_nodes();
 }
 
-// The variant a test index stands for: cycles static/dynamic, the activation type, the
-// weights' granularity, bias, activation, residual, a_channel_scale and output_scale
-// independently.
-QCase variant(int64_t m, int64_t k, int64_t n, int i) {
-  QCase c;
-  c.a_shape = {m, k};
-  c.n = n;
-  c.is_static = i % 2 == 0;
-  c.act = (i / 2) % 2 == 0 ? DType::UInt8 : DType::Int8;
-  c.per_column = (i / 4) % 2 == 0;
-  c.bias = i % 3 != 2;
-  c.activation = i % 5 == 1 ? "gelu" : (i % 5 == 3 ? "gelu_tanh" : "");
-  c.residual = i % 7 >= 4;
-  c.channel_scale = i % 11 >= 6;
-  c.output_scale = i % 13 >= 7;
-  c.seed = static_cast<uint64_t>(i + 1);
-  return c;
-}
+QCase variant(int64_t m, int64_t k, int64_t n, int i) { return testing::qmm::cycled_variant({m, k}, n, i); }
 
 TEST(CpuQMatMul, EdgeShapes) {
   int i = 0;

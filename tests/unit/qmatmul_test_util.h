@@ -80,6 +80,25 @@ struct QCase {
   }
 };
 
+// The variant a test index stands for: cycles static/dynamic, the activation type, the
+// weights' granularity, bias, activation, residual, a_channel_scale (unless
+// `channel_scale` is false) and output_scale independently.
+inline QCase cycled_variant(std::vector<int64_t> a_shape, int64_t n, int i, bool channel_scale = true) {
+  QCase c;
+  c.a_shape = std::move(a_shape);
+  c.n = n;
+  c.is_static = i % 2 == 0;
+  c.act = (i / 2) % 2 == 0 ? DType::UInt8 : DType::Int8;
+  c.per_column = (i / 4) % 2 == 0;
+  c.bias = i % 3 != 2;
+  c.activation = i % 5 == 1 ? "gelu" : (i % 5 == 3 ? "gelu_tanh" : "");
+  c.residual = i % 7 >= 4;
+  c.channel_scale = channel_scale && i % 11 >= 6;
+  c.output_scale = i % 13 >= 7;
+  c.seed = static_cast<uint64_t>(i + 1);
+  return c;
+}
+
 // Operands in QMatMul's input order; A (and the residual) are graph inputs, the rest
 // constants. Activations in [-1, 1]; b_scale ~ 1 / (127 sqrt(K)) so outputs are ~1.
 inline std::vector<std::optional<Operand>> operands(const QCase& c) {

@@ -135,6 +135,18 @@ CalibrationResult calibrate(const Session& session, const std::vector<std::strin
   return result;
 }
 
+void keep_observed_range(CalibrationResult& result, const std::set<std::string>& names, const QuantizeOptions& options) {
+  for (const std::string& name : names) {
+    auto it = result.tensors.find(name);
+    if (it == result.tensors.end()) continue;
+    CalibratedTensor& c = it->second;
+    c.lo = c.min;
+    c.hi = c.max;
+    const QuantParams p = activation_params(Range{c.min, c.max}, options.activation_type);
+    c.params = {p.scale, p.zero_point, p.dtype};
+  }
+}
+
 ProgressFn stderr_progress(const std::string& label) {
   const bool tty = isatty(fileno(stderr));
   return [label, tty, last_decile = -1](size_t done, size_t total) mutable {

@@ -14,6 +14,7 @@
 // it needs no calibrated range.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,9 @@ struct QuantizePlan {
 QuantizePlan plan_quantization(Graph& graph, const QuantizeOptions& options);
 
 const char* kind_name(QuantKind k);
+
+// The activation inputs of the planned activation x activation matmuls that no Softmax
+// wrote: attention's Q and K (its scores' operands), not P.V's probabilities or V.
+std::set<std::string> score_operands(const QuantizePlan& plan);
 
 }  // namespace octet::quant

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "analysis/model_summary.h"
 #include "onnx/model_io.h"
 #include "passes/pipeline.h"
+#include "quant/calibrate.h"
 #include "quant_fixture_util.h"
 #include "quant/target_profile.h"
 #include "runtime/session.h"
@@ -48,6 +50,43 @@ TEST(QuantPlan, BertCoversEveryMatmulAndEmbedding) {
   QuantizePlan partial = plan_quantization(*g, keep);
   EXPECT_EQ(partial.nodes.size(), 12u + 3u);
   EXPECT_EQ(partial.skipped.size(), 4u + 2u);
+}
+
+TEST(QuantPlan, ScoreOperandsAreQAndKNotTheProbabilitiesOrV) {
+  auto g = level1("bert_tiny");
+  const QuantizePlan plan = plan_quantization(*g, QuantizeOptions{});
+  const std::set<std::string> scores = score_operands(plan);
+  EXPECT_EQ(scores.size(), 4u);  // Q and K^T of each layer's Q.K^T
+  int probabilities_products = 0;
+  for (const QuantizedNode& q : plan.nodes) {
+    if (q.kind != QuantKind::Activation) continue;
+    const Node* p0 = q.node->input(0)->producer();
+    const bool reads_softmax = p0 && p0->op_type() == "Softmax";
+    probabilities_products += reads_softmax;
+    for (int slot : q.activation_inputs)
+      EXPECT_EQ(scores.count(q.node->input(static_cast<size_t>(slot))->name()), reads_softmax ? 0u : 1u)
+          << q.node->name() << " input " << slot;
+  }
+  EXPECT_EQ(probabilities_products, 2);  // P.V per layer: neither P nor V is a score operand
+}
+
+TEST(QuantCalibration, ScoreOperandsKeepTheirObservedRange) {
+  CalibrationResult r;
+  CalibratedTensor clipped;  // as entropy would leave it: [-2, 3] of an observed [-4, 6]
+  clipped.min = -4, clipped.max = 6, clipped.lo = -2, clipped.hi = 3;
+  clipped.params = {5.0f / 255.0f, 102, DType::UInt8};
+  r.tensors["q"] = clipped;
+  r.tensors["v"] = clipped;
+  keep_observed_range(r, {"q", "absent"}, QuantizeOptions{});
+  const CalibratedTensor& q = r.tensors.at("q");
+  EXPECT_EQ(q.lo, -4.0f);
+  EXPECT_EQ(q.hi, 6.0f);
+  EXPECT_FLOAT_EQ(q.params.scale, 10.0f / 255.0f);  // uint8 over [-4, 6]: zero point 255 * 4 / 10 = 102
+  EXPECT_EQ(q.params.zero_point, 102);
+  const CalibratedTensor& v = r.tensors.at("v");  // not named: untouched
+  EXPECT_EQ(v.lo, -2.0f);
+  EXPECT_FLOAT_EQ(v.params.scale, 5.0f / 255.0f);
+  EXPECT_EQ(r.tensors.count("absent"), 0u);
 }
 
 TEST(QuantPlan, SmallEmbeddingTablesStayFloat) {

@@ -79,6 +79,11 @@ def make_openvino(model, names, threads):
     # comparison this harness makes.
     config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
               "INFERENCE_PRECISION_HINT": "f32"}
+    if os.environ.get("OCTET_BENCH_CONCURRENT") == "1":
+        # Several engine processes at once (speed_dims.py --streams): OpenVINO pins each
+        # process's threads from core 0 on, so two single-thread processes shared one core
+        # and its 2-stream rate came out at half its 1-process rate.
+        config["ENABLE_CPU_PINNING"] = False
     if os.environ.get("OMP_WAIT_POLICY", "").lower() == "passive":
         # The busy-machine setting (see make_ort): threads pinned to cores that other jobs hold
         # wait for them; measured 40 -> 22 ms on all-MiniLM-L6-v2 under load 13 on 2 cores.

@@ -66,6 +66,7 @@ def main():
                     rows[label]["problem"] = r.get("error") or r.get("skipped")
         if a.streams:
             one = argparse.Namespace(**{**vars(a), "threads": 1})
+            os.environ["OCTET_BENCH_CONCURRENT"] = "1"  # engines.py: no core pinning across processes
             for label, (engine, path) in fp.items():
                 with ThreadPoolExecutor(a.streams) as pool:
                     reps = list(pool.map(lambda i: compare.run_engine(engine, one, path, dims, inputs,
@@ -74,6 +75,7 @@ def main():
                 rows[label]["streams"] = a.streams
                 rows[label]["throughput_per_s"] = sum(r.get("throughput_per_s", 0) for r in reps)
                 rows[label]["streams_load"] = round(os.getloadavg()[0], 2)
+            del os.environ["OCTET_BENCH_CONCURRENT"]
         for r in rows.values():
             got = [x for x in r["p50_ms"] if x is not None]
             r["best_p50_ms"] = min(got) if got else None

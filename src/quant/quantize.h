@@ -50,9 +50,11 @@ struct QuantizeJob {
 // What static mode on the octet target quantizes per token unless told otherwise: the
 // inputs of the linear layers. One calibrated scale for all tokens is what costs static
 // int8 most on real encoders (DINOv2-S CLS cosine 0.9959 -> 0.9994 with it and 4095-level
-// probabilities; all-MiniLM-L6 0.9981 -> 0.9988, min 0.9914 -> 0.9968). It costs speed:
-// per-row scales do not fit oneDNN's fused int8 primitive, so the product and its epilogue
-// are two passes (quiet: MiniLM-L6 3.48 vs 2.92 ms, DINOv2 12.44 vs 11.40 ms calibrated).
+// probabilities; all-MiniLM-L6 0.9981 -> 0.9988, min 0.9914 -> 0.9968; 0.9995 and 0.9994
+// once the smoothing search and GPTQ model the per-row inputs). It costs some speed: per-row
+// scales do not fit oneDNN's fused int8 primitive, so the epilogue (GeLU included) runs
+// after the product on each row block (quiet, session 11: MiniLM-L6 3.03-3.08 ms per token vs
+// 2.70-3.23 calibrated; DINOv2 12.81 vs 11.67).
 const std::set<std::string>& default_per_token();
 
 // Writes job.output and returns the report. Every failure is an octet::Error naming the

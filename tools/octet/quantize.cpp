@@ -61,7 +61,8 @@ MODES
            octet target the inputs of MatMul/Gemm layers are quantized per token at run
            time instead (--per-token none: calibrated too); attention's Q, K, V and Conv
            keep calibrated scales, and the softmax probabilities get 4095 levels (int16,
-           opset 21). Held-out DINOv2-S CLS cosine 0.9959 -> 0.9995, all-MiniLM-L6 0.9981 -> 0.9994.
+           opset 21). Held-out DINOv2-S CLS cosine 0.9959 -> 0.9995, all-MiniLM-L6
+           0.9981 -> 0.9994.
   dynamic  activations are quantized per row at run time; no calibration needed (the
            default when --calib is not given). Attention and Conv stay float.
   Without --mode, a model given --calib is quantized static, except a decoder LLM with

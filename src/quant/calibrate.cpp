@@ -73,6 +73,14 @@ Range clipped_range(const TensorStats& s, const QuantizeOptions& o) {
   return minmax_range(*s.minmax);
 }
 
+// `c` quantized over `r`.
+void use_range(CalibratedTensor& c, Range r, const QuantizeOptions& options) {
+  c.lo = r.lo;
+  c.hi = r.hi;
+  const QuantParams p = activation_params(r, options.activation_type);
+  c.params = {p.scale, p.zero_point, p.dtype};
+}
+
 // The method's range, never clipping an outlier channel nor a magnitude most samples
 // reach (keep_outlier_channels, keep_recurring_extremes).
 Range choose_range(const TensorStats& s, const QuantizeOptions& o) {
@@ -125,11 +133,7 @@ CalibrationResult calibrate(const Session& session, const std::vector<std::strin
     CalibratedTensor c;
     c.min = s.min();
     c.max = s.max();
-    const Range r = choose_range(s, options);
-    c.lo = r.lo;
-    c.hi = r.hi;
-    const QuantParams p = activation_params(r, options.activation_type);
-    c.params = {p.scale, p.zero_point, p.dtype};
+    use_range(c, choose_range(s, options), options);
     result.tensors[name] = c;
   }
   return result;
@@ -139,11 +143,7 @@ void keep_observed_range(CalibrationResult& result, const std::set<std::string>&
   for (const std::string& name : names) {
     auto it = result.tensors.find(name);
     if (it == result.tensors.end()) continue;
-    CalibratedTensor& c = it->second;
-    c.lo = c.min;
-    c.hi = c.max;
-    const QuantParams p = activation_params(Range{c.min, c.max}, options.activation_type);
-    c.params = {p.scale, p.zero_point, p.dtype};
+    use_range(it->second, Range{it->second.min, it->second.max}, options);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "octet/error.h"
+#include "quant/quant_params.h"
 #include "runtime/session.h"
 
 namespace octet::quant {
@@ -130,9 +131,7 @@ void GramObserver::observe(const Tensor& t) {
     scaled.assign(x, x + t.numel());
     for (int64_t r = 0; r < rows; ++r) {
       float* row = scaled.data() + r * k_;
-      float lo = 0, hi = 0;
-      for (int64_t j = 0; j < k_; ++j) lo = std::min(lo, row[j]), hi = std::max(hi, row[j]);
-      const float step = *row_steps_ == DType::Int8 ? std::max(-lo, hi) : hi - lo;
+      const float step = per_token_row_span(per_token_row_range(row, static_cast<size_t>(k_)), *row_steps_);
       const float f = step > 0 ? 1.0f / step : 0.0f;
       for (int64_t j = 0; j < k_; ++j) row[j] *= f;
     }

@@ -52,6 +52,16 @@ void check_finite(const float* w, size_t n, const std::string& name) {
 
 float symmetric_int8_scale(double abs_max) { return safe_scale(abs_max, 127); }
 
+Range per_token_row_range(const float* x, size_t k) {
+  Range r;  // starts at [0, 0]: zero is always inside
+  for (size_t j = 0; j < k; ++j) r.lo = std::min(r.lo, x[j]), r.hi = std::max(r.hi, x[j]);
+  return r;
+}
+
+float per_token_row_span(Range row, DType type) {
+  return type == DType::Int8 ? std::max(-row.lo, row.hi) : row.hi - row.lo;
+}
+
 QuantParams activation_params(Range range, DType type) {
   if (!std::isfinite(range.lo) || !std::isfinite(range.hi) || range.lo > range.hi)
     fail("activation range [", range.lo, ", ", range.hi, "] is not a finite interval");

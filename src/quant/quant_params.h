@@ -38,6 +38,13 @@ struct QuantParams {
 // Any other type, or a range that is not finite with lo <= hi, is an error.
 QuantParams activation_params(Range range, DType type);
 
+// What octet.QMatMul's per-token rows quantize over at run time: the row's [min(x, 0),
+// max(x, 0)] (k values), and the width its 8-bit step divides, hi - lo over 255 steps for
+// uint8, max(-lo, hi) over 127 for int8. Shared by the models of that rounding (the
+// smoothing search, GPTQ's row weighting).
+Range per_token_row_range(const float* x, size_t k);
+float per_token_row_span(Range row, DType type);
+
 // Weights quantized per channel along `axis` of `shape` (negative counts from the end).
 struct ChannelParams {
   std::vector<float> scales;         // one per channel

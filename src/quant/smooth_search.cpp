@@ -73,11 +73,10 @@ std::vector<float> SmoothingSearch::quantized_input(const std::vector<float>& s)
       float* out = xq.data() + r * k;
       const float* x = x_.data() + r * k;
       for (size_t j = 0; j < k; ++j) out[j] = x[j] / s[j];
-      float lo = 0, hi = 0;
-      for (size_t j = 0; j < k; ++j) lo = std::min(lo, out[j]), hi = std::max(hi, out[j]);
-      float scale = int8 ? std::max(-lo, hi) / 127.0f : (hi - lo) / 255.0f;
+      const Range row = per_token_row_range(out, k);
+      float scale = per_token_row_span(row, options_.activation_type) / (int8 ? 127.0f : 255.0f);
       if (scale == 0) scale = 1;
-      const float zp = int8 ? 0.0f : std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f);
+      const float zp = int8 ? 0.0f : std::clamp(std::nearbyint(-row.lo / scale), 0.0f, 255.0f);
       const float qmin = int8 ? -128.0f : 0.0f, qmax = int8 ? 127.0f : 255.0f;
       for (size_t j = 0; j < k; ++j) out[j] = (std::clamp(std::nearbyint(out[j] / scale) + zp, qmin, qmax) - zp) * scale;
     }

@@ -99,9 +99,43 @@ CpuCall cached_call(const Case& c, const Inputs& in, Tensor& kc, Tensor& vc) {
   return call;
 }
 
+// One query row of the definition: the scores s_j = (q . k_j) * scale in double, rounded
+// to float as the kernels keep them; K is shared by the heads of a group.
+std::vector<double> literal_scores(const Case& c, const Tensor& q, const Tensor& k, int64_t b, int64_t h, int64_t i,
+                                   double scale) {
+  const int64_t t = c.past + c.q_len, g = h / (c.heads / c.groups);
+  std::vector<double> s(t);
+  for (int64_t j = 0; j < t; ++j) {
+    double dot = 0;
+    for (int64_t d = 0; d < c.head_k; ++d)
+      dot += double(q.data<float>()[((b * c.heads + h) * c.q_len + i) * c.head_k + d]) *
+             k.data<float>()[((b * c.groups + g) * t + j) * c.head_k + d];
+    s[j] = float(dot * scale);
+  }
+  return s;
+}
+
+// y[b, i, h, :] = sum_j w_j v_j / divisor.
+void literal_weighted_values(const Case& c, const Tensor& v, const std::vector<double>& w, double divisor, int64_t b,
+                             int64_t h, int64_t i, Tensor& y) {
+  const int64_t t = c.past + c.q_len, g = h / (c.heads / c.groups);
+  for (int64_t d = 0; d < c.head_v; ++d) {
+    double acc = 0;
+    for (int64_t j = 0; j < t; ++j) acc += w[j] * v.data<float>()[((b * c.groups + g) * t + j) * c.head_v + d];
+    y.mutable_data<float>()[(b * c.q_len + i) * c.heads * c.head_v + h * c.head_v + d] = float(acc / divisor);
+  }
+}
+
+// exp(s - max) in place; returns the row sum.
+double literal_exp(std::vector<double>& s) {
+  const double mx = *std::max_element(s.begin(), s.end());
+  double sum = 0;
+  for (double& x : s) sum += x = std::exp(x - mx);
+  return sum;
+}
+
 // The definition, literally: K/V repeated to H heads, scores in double, fill, mask, softmax.
 Tensor literal(const Case& c, const Inputs& in) {
-  const int64_t t = c.past + c.q_len, n = c.heads / c.groups;
   Tensor y(DType::Float32, {c.batch, c.q_len, c.heads * c.head_v});
   auto at = [](const Tensor& m, int64_t b, int64_t h, int64_t i, int64_t j) -> int64_t {
     const auto& s = m.shape();
@@ -112,25 +146,13 @@ Tensor literal(const Case& c, const Inputs& in) {
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t h = 0; h < c.heads; ++h)
       for (int64_t i = 0; i < c.q_len; ++i) {
-        std::vector<double> s(t);
-        for (int64_t j = 0; j < t; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < c.head_k; ++d)
-            dot += double(in.q.data<float>()[((b * c.heads + h) * c.q_len + i) * c.head_k + d]) *
-                   in.k.data<float>()[((b * c.groups + h / n) * t + j) * c.head_k + d];
-          float sj = float(dot / std::sqrt(double(c.head_k)));
-          if (in.keep && !in.keep->raw()[at(*in.keep, b, h, i, j)]) sj = std::numeric_limits<float>::lowest();
-          if (in.mask) sj += in.mask->data<float>()[at(*in.mask, b, h, i, j)];
-          s[j] = sj;
+        std::vector<double> s = literal_scores(c, in.q, in.k, b, h, i, 1.0 / std::sqrt(double(c.head_k)));
+        for (int64_t j = 0; j < int64_t(s.size()); ++j) {
+          if (in.keep && !in.keep->raw()[at(*in.keep, b, h, i, j)]) s[j] = std::numeric_limits<float>::lowest();
+          if (in.mask) s[j] = float(s[j] + in.mask->data<float>()[at(*in.mask, b, h, i, j)]);
         }
-        const double mx = *std::max_element(s.begin(), s.end());
-        double sum = 0;
-        for (double& x : s) sum += x = std::exp(x - mx);
-        for (int64_t d = 0; d < c.head_v; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < t; ++j) acc += s[j] * in.v.data<float>()[((b * c.groups + h / n) * t + j) * c.head_v + d];
-          y.mutable_data<float>()[(b * c.q_len + i) * c.heads * c.head_v + h * c.head_v + d] = float(acc / sum);
-        }
+        const double sum = literal_exp(s);
+        literal_weighted_values(c, in.v, s, sum, b, h, i, y);
       }
   return y;
 }
@@ -240,31 +262,16 @@ Tensor literal_quantized(const Case& c, const Inputs& in, const Quant& qz) {
   round_all(r.q, 0.1f, 128, 0, 255);
   round_all(r.k, 0.1f, 0, -128, 127);
   round_all(r.v, 0.1f, 120, 0, 255);
-  const int64_t t = c.past + c.q_len, n = c.heads / c.groups;
   Tensor y(DType::Float32, {c.batch, c.q_len, c.heads * c.head_v});
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t h = 0; h < c.heads; ++h)
       for (int64_t i = 0; i < c.q_len; ++i) {
-        std::vector<double> s(t);
-        for (int64_t j = 0; j < t; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < c.head_k; ++d)
-            dot += double(r.q.data<float>()[((b * c.heads + h) * c.q_len + i) * c.head_k + d]) *
-                   r.k.data<float>()[((b * c.groups + h / n) * t + j) * c.head_k + d];
-          s[j] = float(dot * (1.0f / std::sqrt(float(c.head_k))));
-        }
-        const double mx = *std::max_element(s.begin(), s.end());
-        double sum = 0;
-        for (double& x : s) sum += x = std::exp(x - mx);
+        std::vector<double> s = literal_scores(c, r.q, r.k, b, h, i, double(1.0f / std::sqrt(float(c.head_k))));
+        const double sum = literal_exp(s);
         for (double& x : s)
           x = qz.wide ? fq(float(qz.rows ? x : x / sum), qz.p_step(), 0, -32768, 32767)
                       : fq(float(qz.rows ? x : x / sum), qz.p_step(), 0, 0, 255);
-        for (int64_t d = 0; d < c.head_v; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < t; ++j) acc += s[j] * r.v.data<float>()[((b * c.groups + h / n) * t + j) * c.head_v + d];
-          y.mutable_data<float>()[(b * c.q_len + i) * c.heads * c.head_v + h * c.head_v + d] =
-              float(qz.rows ? acc / sum : acc);
-        }
+        literal_weighted_values(c, r.v, s, qz.rows ? sum : 1.0, b, h, i, y);
       }
   return y;
 }

@@ -13,43 +13,21 @@
 
 #include <cstdlib>
 
-#include "cpu_test_util.h"
+#include "norm_quantize_test_util.h"
 #include "kernels/cpu/quant_ops.h"
 #include "qmatmul_test_util.h"
 
 namespace octet::testing {
 namespace {
 
-struct RowCase {
-  std::vector<int64_t> shape;
-  std::string type = "uint8";
-  bool bias = true;
-  bool branch = false;
-  bool want_y = true;
-  int threads = 1;
-  uint32_t seed = 1;
-};
+using RowCase = NormQuantCase;
 
+// No y_scale / y_zero_point: per row, of the type dynamic_type names.
 CpuCall call_of(const RowCase& c) {
-  const int64_t k = c.shape.back();
-  CpuCall call{"LayerNormQuantize", {random_f32(c.shape, c.seed, -4, 6), random_f32({k}, c.seed + 1, 0.2f, 2.0f)}};
-  call.inputs.push_back(c.bias ? std::optional<Tensor>(random_f32({k}, c.seed + 2, -1, 1)) : std::nullopt);
-  call.inputs.push_back(std::nullopt);  // no y_scale / y_zero_point: per row
-  call.inputs.push_back(std::nullopt);
-  if (c.branch) {
-    call.inputs.push_back(random_f32({k}, c.seed + 3, 0.1f, 3.0f));
-    if (c.bias) call.inputs.push_back(random_f32({k}, c.seed + 4, -2, 2));
-  }
-  call.attrs = {Attribute::make_float("epsilon", 1e-5f), Attribute::make_string("dynamic_type", c.type)};
-  call.domain = "octet";
+  CpuCall call = layer_norm_quantize_call(c, std::nullopt, std::nullopt);
+  call.attrs.push_back(Attribute::make_string("dynamic_type", c.type == DType::Int8 ? "int8" : "uint8"));
   call.num_outputs = c.want_y ? 4 : 3;
-  call.threads = c.threads;
   return call;
-}
-
-std::string label(const RowCase& c) {
-  return shape_to_string(c.shape) + " " + c.type + (c.bias ? " bias" : "") + (c.branch ? " branch" : "") +
-         (c.want_y ? " +Y" : "") + " threads " + std::to_string(c.threads);
 }
 
 void check(const RowCase& c) {
@@ -58,7 +36,7 @@ void check(const RowCase& c) {
   const std::vector<int64_t> lead(c.shape.begin(), c.shape.end() - 1);
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);
-    const std::string what = label(c) + " at " + isa_name(level);
+    const std::string what = norm_quant_label(c) + " at " + isa_name(level);
     int optimized = 0;
     const std::vector<Tensor> got = run_call(call, KernelChoice::Optimized, &optimized);
     EXPECT_EQ(optimized, 1) << what;
@@ -68,18 +46,12 @@ void check(const RowCase& c) {
     ASSERT_EQ(got[1].shape(), lead) << what;
     ASSERT_EQ(got[2].dtype(), DType::Int32) << what;
     ASSERT_EQ(got[2].shape(), lead) << what;
-    int64_t flips = 0;
-    for (int64_t i = 0; i < got[0].numel(); ++i) {
-      const int d = std::abs(int(got[0].data<uint8_t>()[i]) - int(want[0].data<uint8_t>()[i]));
-      EXPECT_LE(d, 1) << what << ": element " << i;
-      flips += d != 0;
-    }
-    EXPECT_LE(flips * 500, std::max<int64_t>(got[0].numel(), 500)) << what << ": " << flips << " levels differ";
+    expect_levels_within_one(got[0], want[0], what);
     expect_close(got[1], want[1], {1e-5, 0}, what + " a_scale");
     for (int64_t r = 0; r < got[2].numel(); ++r) {
       const int32_t z = got[2].data<int32_t>()[r];
       EXPECT_LE(std::abs(z - want[2].data<int32_t>()[r]), 1) << what << ": row " << r;
-      if (c.type == "int8") {
+      if (c.type == DType::Int8) {
         EXPECT_EQ(z, 128) << what << ": int8 rows are symmetric (zero point 128 in uint8)";
       }
     }
@@ -88,32 +60,22 @@ void check(const RowCase& c) {
 }
 
 TEST(CpuLayerNormQuantizePerRow, EdgeShapesEveryVariant) {
-  uint32_t seed = 1;
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{1, 1}, {3, 7}, {2, 16}, {5, 17}, {4, 64}, {2, 65},
-                                     {1, 384}, {2, 3, 100}, {33}, {3, 1000}})
-    for (int v = 0; v < 8; ++v) {
-      RowCase c;
-      c.shape = shape;
-      c.type = v % 2 ? "int8" : "uint8";
-      c.bias = (v / 2) % 2 == 0;
-      c.branch = (v / 4) % 2 == 1;
-      c.want_y = (v + static_cast<int>(shape.size())) % 3 != 0;
-      c.seed = seed++;
-      SCOPED_TRACE(label(c));
-      check(c);
-    }
+  for (const RowCase& c : norm_quant_edge_cases()) {
+    SCOPED_TRACE(norm_quant_label(c));
+    check(c);
+  }
 }
 
 TEST(CpuLayerNormQuantizePerRow, ThreadedRowsOfAnEncoder) {
   for (int threads : {1, 2})
-    for (const char* type : {"uint8", "int8"}) {
+    for (DType type : {DType::UInt8, DType::Int8}) {
       RowCase c;
       c.shape = {1, 257, 384};
       c.type = type;
       c.branch = threads == 2;
       c.threads = threads;
       c.seed = static_cast<uint32_t>(threads * 10);
-      SCOPED_TRACE(label(c));
+      SCOPED_TRACE(norm_quant_label(c));
       check(c);
     }
 }

@@ -12,46 +12,20 @@
 
 #include <cstdlib>
 
-#include "cpu_test_util.h"
+#include "norm_quantize_test_util.h"
 
 namespace octet::testing {
 namespace {
 
-struct NqCase {
-  std::vector<int64_t> shape;
-  DType type = DType::UInt8;
-  bool bias = true;
-  bool branch = false;  // q_scale (and q_bias when bias) of their own
-  bool want_y = true;
-  int threads = 1;
-  uint32_t seed = 1;
-};
+using NqCase = NormQuantCase;
 
+// A range a little narrower than the outputs', so the ends saturate.
 CpuCall call_of(const NqCase& c) {
-  const int64_t k = c.shape.back();
-  CpuCall call{"LayerNormQuantize", {random_f32(c.shape, c.seed, -4, 6), random_f32({k}, c.seed + 1, 0.2f, 2.0f)}};
-  call.inputs.push_back(c.bias ? std::optional<Tensor>(random_f32({k}, c.seed + 2, -1, 1)) : std::nullopt);
-  // A range a little narrower than the outputs', so the ends saturate.
-  call.inputs.push_back(Tensor::scalar<float>(5.0f / 255.0f));
-  call.inputs.push_back(c.type == DType::Int8 ? Tensor::scalar<int8_t>(-7) : Tensor::scalar<uint8_t>(121));
-  if (c.branch) {
-    call.inputs.push_back(random_f32({k}, c.seed + 3, 0.1f, 3.0f));
-    if (c.bias) call.inputs.push_back(random_f32({k}, c.seed + 4, -2, 2));
-  }
-  call.attrs = {Attribute::make_float("epsilon", 1e-5f)};
-  call.domain = "octet";
+  CpuCall call = layer_norm_quantize_call(
+      c, Tensor::scalar<float>(5.0f / 255.0f),
+      c.type == DType::Int8 ? Tensor::scalar<int8_t>(-7) : Tensor::scalar<uint8_t>(121));
   call.num_outputs = c.want_y ? 2 : 1;
-  call.threads = c.threads;
   return call;
-}
-
-std::string label(const NqCase& c) {
-  return shape_to_string(c.shape) + " " + dtype_name(c.type) + (c.bias ? " bias" : "") + (c.branch ? " branch" : "") +
-         (c.want_y ? " +Y" : "") + " threads " + std::to_string(c.threads);
-}
-
-int32_t level_at(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::Int8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
 }
 
 void check(const NqCase& c) {
@@ -59,20 +33,14 @@ void check(const NqCase& c) {
   const std::vector<Tensor> want = run_call(call, KernelChoice::Reference);
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);
-    const std::string what = label(c) + " at " + isa_name(level);
+    const std::string what = norm_quant_label(c) + " at " + isa_name(level);
     int optimized = 0;
     const std::vector<Tensor> got = run_call(call, KernelChoice::Optimized, &optimized);
     EXPECT_EQ(optimized, 1) << what;
     ASSERT_EQ(got.size(), want.size()) << what;
     ASSERT_EQ(got[0].dtype(), c.type) << what;
     ASSERT_EQ(got[0].shape(), c.shape) << what;
-    int64_t flips = 0;
-    for (int64_t i = 0; i < got[0].numel(); ++i) {
-      const int32_t d = std::abs(level_at(got[0], i) - level_at(want[0], i));
-      EXPECT_LE(d, 1) << what << ": element " << i;
-      flips += d != 0;
-    }
-    EXPECT_LE(flips * 500, std::max<int64_t>(got[0].numel(), 500)) << what << ": " << flips << " levels differ";
+    expect_levels_within_one(got[0], want[0], what);
     if (c.want_y) expect_close(got[1], want[1], {1e-6, 1e-6}, what + " Y");
 
     // The kernels it replaces, optimized: LayerNormalization (Q's parameters) then QuantizeLinear.
@@ -96,19 +64,7 @@ void check(const NqCase& c) {
 }
 
 TEST(CpuLayerNormQuantize, EdgeShapesEveryVariant) {
-  uint32_t seed = 1;
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{1, 1}, {3, 7}, {2, 16}, {5, 17}, {4, 64}, {2, 65},
-                                     {1, 384}, {2, 3, 100}, {33}, {3, 1000}})
-    for (int v = 0; v < 8; ++v) {
-      NqCase c;
-      c.shape = shape;
-      c.type = v % 2 ? DType::Int8 : DType::UInt8;
-      c.bias = (v / 2) % 2 == 0;
-      c.branch = (v / 4) % 2 == 1;
-      c.want_y = (v + static_cast<int>(shape.size())) % 3 != 0;
-      c.seed = seed++;
-      check(c);
-    }
+  for (const NqCase& c : norm_quant_edge_cases()) check(c);
 }
 
 TEST(CpuLayerNormQuantize, ThreadedRowsOfAnEncoder) {

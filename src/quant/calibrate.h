@@ -48,12 +48,14 @@ CalibrationResult calibrate(const Session& session, const std::vector<std::strin
                             const QuantizeOptions& options, const ProgressFn& progress = {},
                             const ValueObserver& also = {});
 
-// Softmax gives its largest logits most of each row's weight, so the operands of
-// attention's scores (Q and K: score_operands(plan)) keep their whole observed range under
-// every method, as minmax has it. Entropy, percentile and mse trade a tensor's rare extremes
-// for finer steps, which suits a linear layer's input; in Q.K^T those extremes are the
-// tokens attention concentrates on, and clipping them cost DINOv2-S's held-out CLS cosine
-// min 0.9981 (minmax) -> 0.9965 (entropy, which narrowed Q/K by 1-11%).
+// Attention's operands (Q, K and V: attention_operands(plan)) keep their whole observed range
+// under every method, as minmax has it. Entropy, percentile and mse trade a tensor's rare
+// extremes for finer steps, which suits a linear layer's input. In attention those extremes
+// are what matters: softmax gives its largest logits (Q.K^T's extremes) most of each row's
+// weight, and a clipped V row is carried with its full weight to every query attending to
+// it. Clipping them cost DINOv2-S's held-out CLS cosine min 0.9981 (minmax) -> 0.9965
+// (entropy narrowing Q/K by 1-11%), then -> 0.9977 (entropy narrowing V). In the default
+// per-token form these are the only calibrated tensors, so every method gives minmax's file.
 void keep_observed_range(CalibrationResult& result, const std::set<std::string>& names, const QuantizeOptions& options);
 
 // A progress bar on stderr ("calibrating [=====     ] 12/32"), redrawn in place on a

@@ -163,7 +163,7 @@ ActivationTable calibrate_plan(const std::shared_ptr<Graph>& float_graph, const 
   std::vector<std::string> names;
   for (const Value* v : plan.activations) names.push_back(v->name());
   CalibrationResult calibration = calibrate(float_session(float_graph), names, source, samples, o, progress);
-  keep_observed_range(calibration, score_operands(plan), o);
+  keep_observed_range(calibration, attention_operands(plan), o);
   if (used) *used = calibration.samples;
   return calibration.table();
 }
@@ -214,7 +214,7 @@ std::vector<SmoothingDecision> decide(const QuantizeJob& job, const std::shared_
     for (const Value* v : plan.activations) names.push_back(v->name());
   CalibrationResult plain = calibrate(float_session(float_graph), names, source, samples, job.options,
                                             stage_progress(job, "channel statistics"), watch);
-  keep_observed_range(plain, score_operands(plan), job.options);
+  keep_observed_range(plain, attention_operands(plan), job.options);
   if (plain_params) *plain_params = plain.table();
   SmoothingRequest request{std::nullopt, std::numeric_limits<double>::infinity()};
   if (job.smoothing) request = *job.smoothing;

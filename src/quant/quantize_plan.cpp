@@ -122,17 +122,15 @@ QuantizePlan plan_quantization(Graph& graph, const QuantizeOptions& options) {
   return plan;
 }
 
-std::set<std::string> score_operands(const QuantizePlan& plan) {
+std::set<std::string> attention_operands(const QuantizePlan& plan) {
   std::set<std::string> out;
   for (const QuantizedNode& q : plan.nodes) {
     if (q.kind != QuantKind::Activation) continue;
-    bool reads_probabilities = false;
     for (int slot : q.activation_inputs) {
       const Node* p = q.node->input(static_cast<size_t>(slot))->producer();
-      reads_probabilities = reads_probabilities || (p && p->domain().empty() && p->op_type() == "Softmax");
+      const bool probabilities = p && p->domain().empty() && p->op_type() == "Softmax";
+      if (!probabilities) out.insert(q.node->input(static_cast<size_t>(slot))->name());
     }
-    if (!reads_probabilities)
-      for (int slot : q.activation_inputs) out.insert(q.node->input(static_cast<size_t>(slot))->name());
   }
   return out;
 }

@@ -51,7 +51,7 @@ QuantizePlan plan_quantization(Graph& graph, const QuantizeOptions& options);
 const char* kind_name(QuantKind k);
 
 // The activation inputs of the planned activation x activation matmuls that no Softmax
-// wrote: attention's Q and K (its scores' operands), not P.V's probabilities or V.
-std::set<std::string> score_operands(const QuantizePlan& plan);
+// wrote: attention's Q, K and V, not P.V's probabilities (whose range is fixed, [0, 1]).
+std::set<std::string> attention_operands(const QuantizePlan& plan);
 
 }  // namespace octet::quant

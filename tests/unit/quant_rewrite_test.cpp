@@ -52,25 +52,25 @@ TEST(QuantPlan, BertCoversEveryMatmulAndEmbedding) {
   EXPECT_EQ(partial.skipped.size(), 4u + 2u);
 }
 
-TEST(QuantPlan, ScoreOperandsAreQAndKNotTheProbabilitiesOrV) {
+TEST(QuantPlan, AttentionOperandsAreQKAndVNotTheProbabilities) {
   auto g = level1("bert_tiny");
   const QuantizePlan plan = plan_quantization(*g, QuantizeOptions{});
-  const std::set<std::string> scores = score_operands(plan);
-  EXPECT_EQ(scores.size(), 4u);  // Q and K^T of each layer's Q.K^T
-  int probabilities_products = 0;
+  const std::set<std::string> operands = attention_operands(plan);
+  EXPECT_EQ(operands.size(), 6u);  // Q, K^T and V of each of the 2 layers
+  int probabilities = 0;
   for (const QuantizedNode& q : plan.nodes) {
     if (q.kind != QuantKind::Activation) continue;
-    const Node* p0 = q.node->input(0)->producer();
-    const bool reads_softmax = p0 && p0->op_type() == "Softmax";
-    probabilities_products += reads_softmax;
-    for (int slot : q.activation_inputs)
-      EXPECT_EQ(scores.count(q.node->input(static_cast<size_t>(slot))->name()), reads_softmax ? 0u : 1u)
-          << q.node->name() << " input " << slot;
+    for (int slot : q.activation_inputs) {
+      const Value* in = q.node->input(static_cast<size_t>(slot));
+      const bool is_p = in->producer() && in->producer()->op_type() == "Softmax";
+      probabilities += is_p;
+      EXPECT_EQ(operands.count(in->name()), is_p ? 0u : 1u) << q.node->name() << " input " << slot;
+    }
   }
-  EXPECT_EQ(probabilities_products, 2);  // P.V per layer: neither P nor V is a score operand
+  EXPECT_EQ(probabilities, 2);  // P of each layer's P.V: its range is [0, 1] by definition
 }
 
-TEST(QuantCalibration, ScoreOperandsKeepTheirObservedRange) {
+TEST(QuantCalibration, AttentionOperandsKeepTheirObservedRange) {
   CalibrationResult r;
   CalibratedTensor clipped;  // as entropy would leave it: [-2, 3] of an observed [-4, 6]
   clipped.min = -4, clipped.max = 6, clipped.lo = -2, clipped.hi = 3;

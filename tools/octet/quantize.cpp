@@ -76,10 +76,11 @@ CALIBRATION (--calib PATH)
   <input>.npy files whose first axis indexes samples, ONNX test-data folders
   (test_data_set_*/input_*.pb), or one .npz file. Samples are read one at a time;
   observers keep fixed-size statistics. Methods: minmax, percentile (--percentile),
-  entropy (KL), mse; outlier channels, extremes most samples reach and attention's Q and
-  K (the softmax's largest logits) keep their whole range under every method. With 5
-  samples or more, the last --holdout share is kept out of calibration and used for the
-  fidelity report.
+  entropy (KL), mse; outlier channels, extremes most samples reach and attention's Q, K
+  and V keep their whole range under every method. The default per-token form calibrates
+  only those, so the method acts with --per-token none and on the ort/tensorrt targets.
+  With 5 samples or more, the last --holdout share is kept out of calibration and used
+  for the fidelity report.
   --calib-text FILE --tokenizer tokenizer.json: one sample per non-empty line, tokenized
   (input_ids, attention_mask, token_type_ids as the model has them; at most --max-length
   tokens) by `python3 -m octet write-text-samples`, which needs octet's Python package

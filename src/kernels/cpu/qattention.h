@@ -50,9 +50,10 @@ struct Args {
   const VecTable* vec;  // softmax and the mask add of the active level
 
   // Padded sizes (fields, not member functions: an inline function defined here would be
-  // compiled in every ISA's unit): Dk to pairs (madd takes two int16 at a time), Sk to
-  // tiles (dk2 rows of K^T) and to pairs (P rows, V pair rows), Dv to tiles.
-  int64_t dk2, skp, sk2, dvp;
+  // compiled in every ISA's unit): Dk to pairs (madd takes two int16 at a time) and to
+  // quads (the VNNI task's byte products take four), Sk to tiles (dk2 rows of K^T) and to
+  // pairs (P rows, V pair rows), Dv to tiles.
+  int64_t dk2, dk4, skp, sk2, dvp;
 };
 
 // One thread's buffers (int16 values are centered: q - zero_point).
@@ -64,6 +65,13 @@ struct Scratch {
   int16_t* qc;   // a tile's quantized Q rows: [kMaxTileRows][dk2]
   float* s;      // a tile's scores / probabilities: [kMaxTileRows][skp]
   int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2]
+  // The VNNI task's Q.K^T in bytes (qattention_vnni_avx512.cpp): K as signed bytes in
+  // quads of channels, kt8[d / 4][skp][d % 4], from rows k8[skp][dk4]; each key's
+  // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4].
+  int8_t* kt8;
+  int8_t* k8;
+  int32_t* kcol;
+  uint8_t* q8;
   int64_t packed;  // b * heads + h of the head in kt/vp; -1 for none
 };
 

@@ -53,7 +53,8 @@ struct Args {
   // compiled in every ISA's unit): Dk to pairs (madd takes two int16 at a time) and to
   // quads (the VNNI task's byte products take four), Sk to tiles (dk2 rows of K^T) and to
   // pairs (P rows, V pair rows), Dv to tiles.
-  int64_t dk2, dk4, skp, sk2, dvp;
+  // dk64, skq: dk4 and sk4 to 64 (the VNNI task's K and P byte rows).
+  int64_t dk2, dk4, dk64, skp, sk2, sk4, skq, dvp;
 };
 
 // One thread's buffers (int16 values are centered: q - zero_point).
@@ -65,13 +66,21 @@ struct Scratch {
   int16_t* qc;   // a tile's quantized Q rows: [kMaxTileRows][dk2]
   float* s;      // a tile's scores / probabilities: [kMaxTileRows][skp]
   int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2]
-  // The VNNI task's Q.K^T in bytes (qattention_vnni_avx512.cpp): K as signed bytes in
-  // quads of channels, kt8[d / 4][skp][d % 4], from rows k8[skp][dk4]; each key's
-  // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4].
+  // The VNNI task's products in bytes (qattention_vnni_avx512.cpp): K as signed bytes in
+  // quads of channels, kt8[d / 4][skp][d % 4], from rows k8[skp][dk64]; each key's
+  // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4];
+  // V as signed bytes in quads of keys, vt8[sk4 / 4][dvp][j % 4], from four rows
+  // v8[4][dvp]; a tile's P rows split in bytes pl, ph [kMaxTileRows][skq]; the key groups
+  // where ph is nonzero, hi[sk4 / 4].
   int8_t* kt8;
   int8_t* k8;
   int32_t* kcol;
   uint8_t* q8;
+  int8_t* vt8;
+  int8_t* v8;
+  uint8_t* pl;
+  uint8_t* ph;
+  uint16_t* hi;
   int64_t packed;  // b * heads + h of the head in kt/vp; -1 for none
 };
 

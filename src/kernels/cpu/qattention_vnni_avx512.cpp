@@ -9,7 +9,14 @@
 //   ck = lo_k + 128: a term per query row (rowc) and one per key (kcol), added before the
 //   conversion to float. The lanes wrap modulo 2^32, and the true sum fits int32 (the
 //   driver checks), so the result is the exact sum.
-// - P.V stays VPDPWSSD: P has up to 4095 levels (16-bit P), more than a byte holds.
+// - P.V in bytes too. P is never negative (a probability, or exp(s - max), rounded), but
+//   has up to 4095 levels (16-bit P), so it is split as P = 256 ph + pl, pl and ph bytes,
+//   and V stored as vs = vc - lo_v - 128 like K:
+//     sum P vc = sum pl vs + 256 sum ph vs + cv * sum P,   cv = lo_v + 128.
+//   ph is nonzero only where exp(s - max) >= 256 p_scale (1/16 of the row's peak with
+//   4095 levels), so the ph product runs only over the groups of four keys where one of
+//   the tile's rows has such a P; 8-bit P never does. In the common case P.V then costs
+//   about half of VPDPWSSD's instructions.
 // - Register tiles of 4 query rows x 64 columns (16 accumulators: VPDP* latency is hidden
 //   and each loaded K/V vector serves four rows) for both products.
 // - With row_probabilities the softmax's exp, sum and P quantization are one pass over the
@@ -33,7 +40,10 @@ constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
 static_assert(kBlockRows % kR == 0 && kR <= kMaxTileRows);
 
-__mmask16 lanes(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u); }
+// The first n of 16 lanes (none for n <= 0).
+__mmask16 lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1u);
+}
 
 // acc += the u8 x s8 (dpbusd) or s16 x s16 (dpwssd) pair sums of a and b. In asm because
 // GCC 12, given the intrinsics on an array of accumulators, copies each accumulator to a
@@ -63,7 +73,7 @@ int32_t quantize_bytes(const float* x, int64_t n, const Quant& q, int32_t offset
   const __m512i off = _mm512_set1_epi32(offset);
   __m512i sum = _mm512_setzero_si512();
   for (int64_t i = 0; i < padded; i += 16) {
-    const __mmask16 m = lanes(n - i < 0 ? 0 : n - i);
+    const __mmask16 m = lanes(n - i);
     __m512 c = Avx512Int::quantize_vec<kByInverse>(_mm512_maskz_loadu_ps(m, x + i), qv);
     c = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, c, _CMP_ORD_Q), c);  // NaN -> 0
     const __m512i v = _mm512_maskz_sub_epi32(m, _mm512_cvtps_epi32(c), off);
@@ -80,46 +90,121 @@ int32_t quantize_bytes(const float* x, int64_t n, const Quant& q, int32_t offset
 
 // The byte-product constants of Args' Q and K quantizations.
 struct ByteTerms {
-  int32_t q_lo, ck;  // qu = qc - q_lo; ks = kc - ck
-  explicit ByteTerms(const Args& p) : q_lo(static_cast<int32_t>(p.qq.lo)), ck(static_cast<int32_t>(p.kq.lo) + 128) {}
+  int32_t q_lo, ck, cv;  // qu = qc - q_lo; ks = kc - ck; vs = vc - cv
+  explicit ByteTerms(const Args& p)
+      : q_lo(static_cast<int32_t>(p.qq.lo)), ck(static_cast<int32_t>(p.kq.lo) + 128),
+        cv(static_cast<int32_t>(p.vq.lo) + 128) {}
 };
 
+// Four byte rows a, a + n, a + 2n, a + 3n (n a multiple of 16) interleaved:
+// out[4 d + e] = row e's byte d.
+void interleave4(const int8_t* a, int64_t n, int8_t* out) {
+  for (int64_t d = 0; d < n; d += 16) {
+    auto load = [&](int64_t e) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + e * n + d)); };
+    const __m128i r0 = load(0), r1 = load(1), r2 = load(2), r3 = load(3);
+    const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+    const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+    __m128i* o = reinterpret_cast<__m128i*>(out + 4 * d);
+    _mm_storeu_si128(o, _mm_unpacklo_epi16(lo01, lo23));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(lo01, lo23));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(hi01, hi23));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(hi01, hi23));
+  }
+}
+
+// Asks for the n floats at x ahead of use: K, V and Q rows lie a whole packed Q|K|V row
+// apart (4.5 KiB for 384 channels each), past what the hardware prefetchers follow, and
+// the quantize loops otherwise wait on each row's loads.
+void prefetch(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(x + i), _MM_HINT_T0);
+}
+constexpr int64_t kAhead = 4;  // rows prefetched ahead
+
+// In-register transpose of a 16 x 16 int32 matrix (r[a] lane c -> r[c] lane a): pairs of
+// rows, then quads, interleaved within 128-bit lanes, then the 4 x 4 matrix of lanes.
+void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  __m512i u[16];  // u[4 g + k] lane L: column 4 L + k of rows 4 g .. 4 g + 3
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44), v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xEE);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xEE);
+    r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    r[4 + k] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+    r[8 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+  }
+}
+
 // K and V of head (b, h) into w: ks bytes transposed into quads (kt8) with each key's
-// constant term (kcol), V as the int16 key pairs the other levels use (vp).
+// constant term (kcol), vs bytes with the keys in quads (vt8).
 void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
   if (w.packed == b * p.heads + h) return;
   w.packed = b * p.heads + h;
   const ByteTerms t(p);
   // Wraps modulo 2^32 like the lanes; the full sum fits int32 (see the file comment).
   const uint32_t constant = static_cast<uint32_t>(p.head_k) * static_cast<uint32_t>(t.q_lo) * static_cast<uint32_t>(t.ck);
+  const int64_t dk64 = p.dk64;
+  const float* k = p.k + b * p.k_b + h * p.head_k;
   for (int64_t j = 0; j < p.skp; ++j) {
-    int8_t* dst = w.k8 + j * p.dk4;
+    int8_t* dst = w.k8 + j * dk64;
     int32_t sum = 0;
     if (j < p.kv_len) {
-      sum = quantize_bytes(p.k + b * p.k_b + j * p.k_s + h * p.head_k, p.head_k, p.kq, t.ck, dst, p.dk4);
+      if (j + kAhead < p.kv_len) prefetch(k + (j + kAhead) * p.k_s, p.head_k);
+      sum = quantize_bytes(k + j * p.k_s, p.head_k, p.kq, t.ck, dst, dk64);
     } else {
-      for (int64_t d = 0; d < p.dk4; ++d) dst[d] = 0;
+      for (int64_t d = 0; d < dk64; ++d) dst[d] = 0;
     }
     w.kcol[j] = static_cast<int32_t>(static_cast<uint32_t>(t.q_lo) * static_cast<uint32_t>(sum) + constant);
   }
-  // [skp][dk4 / 4] quads -> [dk4 / 4][skp] quads: the int32 transpose of the pair layout.
-  Avx512Int::transpose_pairs(reinterpret_cast<const int16_t*>(w.k8), p.dk4 / 4, p.skp, reinterpret_cast<int16_t*>(w.kt8));
-  for (int64_t jp = 0; jp < p.sk2 / 2; ++jp) {
-    for (int64_t e = 0; e < 2; ++e) {
-      const int64_t j = 2 * jp + e;
-      int16_t* dst = w.row + e * p.dvp;
-      if (j < p.kv_len) Base::quantize_row(p.v + b * p.v_b + j * p.v_s + h * p.head_v, p.head_v, 1.0f, p.vq, dst, p.dvp);
+  // [skp][dk64 / 4] quads -> [dk4 / 4][skp] quads, in 16 x 16 blocks.
+  for (int64_t j0 = 0; j0 < p.skp; j0 += 16)
+    for (int64_t c0 = 0; c0 < p.dk4 / 4; c0 += 16) {
+      __m512i r[16];
+      for (int a = 0; a < 16; ++a) r[a] = _mm512_loadu_si512(w.k8 + (j0 + a) * dk64 + 4 * c0);
+      transpose16(r);
+      for (int64_t c = 0; c < 16 && c0 + c < p.dk4 / 4; ++c) _mm512_storeu_si512(w.kt8 + 4 * ((c0 + c) * p.skp + j0), r[c]);
+    }
+  // Keys past Sk are zero bytes (their P is 0 too).
+  const float* v = p.v + b * p.v_b + h * p.head_v;
+  for (int64_t g = 0; g < p.sk4 / 4; ++g) {
+    for (int64_t e = 0; e < 4; ++e) {
+      const int64_t j = 4 * g + e;
+      int8_t* dst = w.v8 + e * p.dvp;
+      if (j + kAhead < p.kv_len) prefetch(v + (j + kAhead) * p.v_s, p.head_v);
+      if (j < p.kv_len) quantize_bytes(v + j * p.v_s, p.head_v, p.vq, t.cv, dst, p.dvp);
       else for (int64_t d = 0; d < p.dvp; ++d) dst[d] = 0;
     }
-    Avx512Int::interleave(w.row, w.row + p.dvp, p.dvp, w.vp + jp * 2 * p.dvp);
+    interleave4(w.v8, p.dvp, w.vt8 + 4 * g * p.dvp);
   }
 }
 
-// Scores of the tile's rows (q[r], byte rows with constant terms rowc[r]) against keys
-// [j0, j0 + 16 N): s[r][j] = scale * (qk_scale * float(exact sum)), for r < rows.
+// The tile's query rows for the score blocks: bytes q[r] with constant terms rowc[r];
+// with fuse, the blocks also add the mask rows (when given) and keep each row's running
+// maximum over keys < Sk (lane-wise, in vmax).
+struct TileQ {
+  const uint8_t* q[kR];
+  int32_t rowc[kR];
+  bool fuse;
+  const float* mask[kR];  // null: no mask
+  __m512 vmax[kR];
+};
+
+// Scores of the tile's rows against keys [j0, j0 + 16 N):
+// s[r][j] = scale * (qk_scale * float(exact sum)) (+ mask[r][j] with fuse), for r < rows.
 template <int N>
-void scores_block(const Args& p, const Scratch& w, const uint8_t* const q[kR], const int32_t rowc[kR], int64_t j0,
-                  int64_t rows) {
+void scores_block(const Args& p, const Scratch& w, TileQ& tq, int64_t j0, int64_t rows) {
+  const uint8_t* const* q = tq.q;
+  const int32_t* rowc = tq.rowc;
   __m512i acc[kR][N];
 #pragma GCC unroll 16
   for (int n = 0; n < N; ++n) {
@@ -143,40 +228,68 @@ void scores_block(const Args& p, const Scratch& w, const uint8_t* const q[kR], c
 #pragma GCC unroll 16
   for (int64_t r = 0; r < rows; ++r)
 #pragma GCC unroll 16
-    for (int n = 0; n < N; ++n)
-      _mm512_storeu_ps(w.s + r * p.skp + j0 + 16 * n, _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc[r][n]))));
+    for (int n = 0; n < N; ++n) {
+      const int64_t j = j0 + 16 * n;
+      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc[r][n])));
+      if (tq.fuse) {
+        const __mmask16 real = lanes(p.kv_len - j);
+        if (tq.mask[r]) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, tq.mask[r] + j));
+        tq.vmax[r] = _mm512_mask_max_ps(tq.vmax[r], real, tq.vmax[r], s);
+      }
+      _mm512_storeu_ps(w.s + r * p.skp + j, s);
+    }
 }
+
+// The tile's P rows as bytes (P = 256 ph + pl; rows of p.skq bytes, zero past Sk), each
+// row's sum of P, and the groups of four keys where some row's ph is nonzero.
+struct TileP {
+  const uint8_t* pl[kR];
+  const uint8_t* ph[kR];
+  int32_t rowv[kR];  // cv * sum of the row's P
+  float sums[kR];    // the softmax sums (row_probabilities divides by them)
+  int64_t hi_count;
+  uint16_t* hi;  // hi_count group indices
+};
 
 // y rows i.. = out_scale * float(P rows . V) for value channels [d0, d0 + 16 N) (divided
 // by the row sums with row_probabilities), for r < rows.
 template <int N>
-void output_block(const Args& p, const Scratch& w, const int16_t* const pr[kR], int64_t b, int64_t h, int64_t i,
-                  int64_t d0, int64_t rows, const float sums[kR]) {
+void output_block(const Args& p, const Scratch& w, const TileP& t, int64_t b, int64_t h, int64_t i, int64_t d0,
+                  int64_t rows) {
   __m512i acc[kR][N];
 #pragma GCC unroll 16
   for (int64_t r = 0; r < kR; ++r)
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) acc[r][n] = _mm512_setzero_si512();
-  const int16_t* v = w.vp + 2 * d0;
-  for (int64_t jp = 0; jp < p.sk2 / 2; ++jp, v += 2 * p.dvp) {
+  auto group = [&](const uint8_t* const a[kR], int64_t g) {
+    const int8_t* v = w.vt8 + 4 * (g * p.dvp + d0);
     __m512i vv[N];
 #pragma GCC unroll 16
-    for (int n = 0; n < N; ++n) vv[n] = _mm512_loadu_si512(v + 32 * n);
+    for (int n = 0; n < N; ++n) vv[n] = _mm512_loadu_si512(v + 64 * n);
 #pragma GCC unroll 16
     for (int64_t r = 0; r < kR; ++r) {
-      const __m512i pv = bcast4(pr[r] + 2 * jp);
+      const __m512i pv = bcast4(a[r] + 4 * g);
 #pragma GCC unroll 16
-      for (int n = 0; n < N; ++n) acc[r][n] = dpwssd(acc[r][n], pv, vv[n]);
+      for (int n = 0; n < N; ++n) acc[r][n] = dpbusd(acc[r][n], pv, vv[n]);
     }
+  };
+  if (t.hi_count > 0) {  // 256 sum ph vs first, then the pl products on top
+    for (int64_t k = 0; k < t.hi_count; ++k) group(t.ph, t.hi[k]);
+#pragma GCC unroll 16
+    for (int64_t r = 0; r < kR; ++r)
+#pragma GCC unroll 16
+      for (int n = 0; n < N; ++n) acc[r][n] = _mm512_slli_epi32(acc[r][n], 8);
   }
+  for (int64_t g = 0; g < p.sk4 / 4; ++g) group(t.pl, g);
   const __m512 m = _mm512_set1_ps(p.out_scale);
 #pragma GCC unroll 16
   for (int64_t r = 0; r < rows; ++r) {
     float* y = p.y + b * p.y_b + (i + r) * p.y_s + h * p.head_v + d0;
-    const __m512 sum = _mm512_set1_ps(sums[r]);
+    const __m512 sum = _mm512_set1_ps(t.sums[r]);
+    const __m512i rowv = _mm512_set1_epi32(t.rowv[r]);
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) {
-      __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(acc[r][n]));
+      __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][n], rowv)));
       if (p.row_probabilities) out = _mm512_div_ps(out, sum);
       const int64_t width = p.head_v - d0 - 16 * n;
       if (width >= 16) _mm512_storeu_ps(y + 16 * n, out);
@@ -185,21 +298,56 @@ void output_block(const Args& p, const Scratch& w, const int16_t* const pr[kR], 
   }
 }
 
-// row_probabilities: P = quantized exp(x - max) straight from the scores, zeros up to
-// `padded`; returns the row's sum. Element for element vec_impl.h's row_exp_sum (same exp,
-// same four partial sums in the same order) followed by Base::quantize_row with mul 1.
-template <bool kByInverse>
-float exp_quantize_row(const float* x, int64_t n, float max, const Quant& q, int16_t* out, int64_t padded) {
+// Stores one vector of quantized P (int32 lanes, >= 0; a NaN's 0x80000000 becomes 0, the
+// zero point, as quantize_one gives) as pl and ph bytes at i; returns the lanes.
+__m512i put_p(__m512i v, uint8_t* pl, uint8_t* ph, int64_t i) {
+  v = _mm512_and_si512(v, _mm512_set1_epi32(0x7FFFFFFF));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(pl + i), _mm512_cvtepi32_epi8(v));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(ph + i), _mm512_cvtepi32_epi8(_mm512_srli_epi32(v, 8)));
+  return v;
+}
+
+// Zeros pl and ph from i (a multiple of 16) to padded (a multiple of 64).
+void zero_p(uint8_t* pl, uint8_t* ph, int64_t i, int64_t padded) {
+  for (; i < padded; i += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(pl + i), _mm_setzero_si128());
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(ph + i), _mm_setzero_si128());
+  }
+}
+
+// exp(x) for x <= 0 or NaN: vec_impl.h's exp_flush without its two guards that cannot
+// matter here -- the clamp at 88 (x <= 0) and the 0 below exp(-87): there it gives
+// exp(-87) ~ 1.6e-38 instead, which quantizes to P = 0 all the same and leaves the row's
+// sum unchanged (the sum holds the row's maximum's exp(0) = 1, and anything below half an
+// ulp of 1 added to it, in any order, leaves it as it is).
+__m512 exp_nonpositive(__m512 x) {
+  using T = simd::Avx512Traits;
+  const __m512 c = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);
+  const __m512 nf = T::round(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)));
+  __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-0.693359375f), c);
+  r = _mm512_fmadd_ps(nf, _mm512_set1_ps(2.12194440e-4f), r);
+  return T::scale_pow2(Math::exp_reduced(r), nf);
+}
+
+// row_probabilities: P = quantized exp(x - max) straight from the scores, as pl and ph
+// bytes (zeros up to `padded`); returns the row's sum, and sum P in psum. The same floats
+// as vec_impl.h's row_exp_sum (same exp, same four partial sums in the same order)
+// followed by Base::quantize_row with mul 1. kClamp = false where P = round(e / p_scale)
+// cannot leave [lo, hi] for e in [0, 1] (see probabilities).
+template <bool kByInverse, bool kClamp>
+float exp_quantize_row(const float* x, int64_t n, float max, const Quant& q, uint8_t* pl, uint8_t* ph, int64_t padded,
+                       int32_t& psum) {
   using T = simd::Avx512Traits;
   const __m512 vs = _mm512_set1_ps(1.0f), vshift = _mm512_set1_ps(-max);
   const Avx512Int::QuantVec qv(q);
-  auto put = [&](int64_t i, __m512 e, __mmask16 m) {
-    const __m512 c = Avx512Int::quantize_vec<kByInverse>(e, qv);
-    _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(c)));
+  __m512i pacc = _mm512_setzero_si512();
+  auto put = [&](int64_t i, __m512 e) {
+    const __m512 c = Avx512Int::quantize_vec<kByInverse, kClamp>(e, qv);
+    pacc = _mm512_add_epi32(pacc, put_p(_mm512_cvtps_epi32(c), pl, ph, i));
   };
   auto e_at = [&](int64_t i) {
-    const __m512 e = Math::exp_flush(_mm512_fmadd_ps(_mm512_loadu_ps(x + i), vs, vshift));
-    put(i, e, 0xFFFF);
+    const __m512 e = exp_nonpositive(_mm512_fmadd_ps(_mm512_loadu_ps(x + i), vs, vshift));
+    put(i, e);
     return e;
   };
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
@@ -211,41 +359,67 @@ float exp_quantize_row(const float* x, int64_t n, float max, const Quant& q, int
     s3 = _mm512_add_ps(s3, e_at(i + 48));
   }
   for (; i + 16 <= n; i += 16) s0 = _mm512_add_ps(s0, e_at(i));
-  if (i < n) {
-    const __m512 e = Math::exp_flush(_mm512_fmadd_ps(T::load_tail(x + i, n - i, -__builtin_inff()), vs, vshift));
-    put(i, e, lanes(n - i));
+  if (i < n) {  // lanes past n read -inf: e = 0, P = 0
+    const __m512 e = exp_nonpositive(_mm512_fmadd_ps(T::load_tail(x + i, n - i, -__builtin_inff()), vs, vshift));
+    put(i, e);
     s1 = _mm512_add_ps(s1, e);
+    i += 16;
   }
-  for (int64_t k = n; k < padded; ++k) out[k] = 0;
+  zero_p(pl, ph, i, padded);
+  psum = _mm512_reduce_add_epi32(pacc);
   return T::reduce_add(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-// Scores, softmax and quantized P (w.pc) of `rows` query rows from i; the row sums to sums.
-void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float sums[kR]) {
-  const ByteTerms t(p);
-  const uint8_t* q[kR];
-  int32_t rowc[kR];
+// The other P: n int16 values (quantize_row's) as pl and ph bytes, zeros up to `padded`;
+// returns sum P.
+int32_t split_p(const int16_t* pc, int64_t n, uint8_t* pl, uint8_t* ph, int64_t padded) {
+  __m512i pacc = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __m256i v = _mm256_maskz_loadu_epi16(lanes(n - i), pc + i);
+    pacc = _mm512_add_epi32(pacc, put_p(_mm512_cvtepi16_epi32(v), pl, ph, i));
+  }
+  zero_p(pl, ph, i, padded);
+  return _mm512_reduce_add_epi32(pacc);
+}
+
+// Scores, softmax and quantized P of `rows` query rows from i, into t (and w's P rows).
+void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, TileP& t) {
+  const ByteTerms bt(p);
+  TileQ tq;
+  const uint8_t** q = tq.q;
+  int32_t* rowc = tq.rowc;
+  for (int64_t r = rows; r < 2 * kR && i + r < p.q_len; ++r) prefetch(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k);
   for (int64_t r = 0; r < rows; ++r) {
     int8_t* dst = reinterpret_cast<int8_t*>(w.q8 + r * p.dk4);
-    const int32_t sum = quantize_bytes(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, p.qq, t.q_lo, dst, p.dk4);
-    rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(t.ck) * static_cast<uint32_t>(sum));
+    const int32_t sum = quantize_bytes(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
+    rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
   }
   for (int64_t r = 0; r < kR; ++r) {  // a short tile repeats its last row
     q[r] = w.q8 + (r < rows ? r : rows - 1) * p.dk4;
     rowc[r] = rowc[r < rows ? r : rows - 1];
   }
+  // The mask add and the row maximum ride on the score blocks unless causal rows (filled
+  // after the scores) or a mask strided along keys need the separate passes.
+  tq.fuse = !p.causal && (!p.mask || p.m_k == 1);
+  for (int64_t r = 0; r < kR; ++r) {
+    tq.mask[r] = p.mask && r < rows ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
+    tq.vmax[r] = _mm512_set1_ps(-__builtin_inff());
+  }
   int64_t j0 = 0;
-  for (; j0 + 16 * kMaxN <= p.skp; j0 += 16 * kMaxN) scores_block<kMaxN>(p, w, q, rowc, j0, rows);
+  for (; j0 + 16 * kMaxN <= p.skp; j0 += 16 * kMaxN) scores_block<kMaxN>(p, w, tq, j0, rows);
   switch ((p.skp - j0) / 16) {
-    case 3: scores_block<3>(p, w, q, rowc, j0, rows); break;
-    case 2: scores_block<2>(p, w, q, rowc, j0, rows); break;
-    case 1: scores_block<1>(p, w, q, rowc, j0, rows); break;
+    case 3: scores_block<3>(p, w, tq, j0, rows); break;
+    case 2: scores_block<2>(p, w, tq, j0, rows); break;
+    case 1: scores_block<1>(p, w, tq, j0, rows); break;
     default: break;
   }
+  // P = round(e / p_scale) for e in [0, 1] stays within [0, hi] when 1 / p_scale does.
+  const bool clamp = !(p.pq.lo <= 0.0f && p.pq.inv != 0.0f && p.pq.hi >= 1.001f * p.pq.inv + 1.0f);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = w.s + r * p.skp;
     const int64_t qi = i + r;
-    if (p.mask) {
+    if (!tq.fuse && p.mask) {
       const float* m = p.mask + b * p.m_b + h * p.m_h + qi * p.m_q;
       if (p.m_k == 1) {
         p.vec->binary[static_cast<int>(BinaryOp::Add)](row, m, row, p.kv_len);
@@ -255,27 +429,41 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     }
     if (p.causal)
       for (int64_t j = max_i64(qi + (p.kv_len - p.q_len) + 1, 0); j < p.kv_len; ++j) row[j] = p.lowest;
-    const float max = p.vec->max(row, p.kv_len);
-    int16_t* pc = w.pc + r * p.sk2;
+    const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
+    uint8_t *pl = w.pl + r * p.skq, *ph = w.ph + r * p.skq;
+    int32_t psum;
     if (p.row_probabilities) {
-      sums[r] = p.pq.inv != 0.0f ? exp_quantize_row<true>(row, p.kv_len, max, p.pq, pc, p.sk2)
-                                 : exp_quantize_row<false>(row, p.kv_len, max, p.pq, pc, p.sk2);
+      t.sums[r] = p.pq.inv == 0.0f ? exp_quantize_row<false, true>(row, p.kv_len, max, p.pq, pl, ph, p.skq, psum)
+                  : clamp        ? exp_quantize_row<true, true>(row, p.kv_len, max, p.pq, pl, ph, p.skq, psum)
+                                 : exp_quantize_row<true, false>(row, p.kv_len, max, p.pq, pl, ph, p.skq, psum);
     } else {
-      sums[r] = p.vec->exp_sum(row, 1.0f, max, row, p.kv_len);
-      Base::quantize_row(row, p.kv_len, 1.0f / sums[r], p.pq, pc, p.sk2);
+      t.sums[r] = p.vec->exp_sum(row, 1.0f, max, row, p.kv_len);
+      Base::quantize_row(row, p.kv_len, 1.0f / t.sums[r], p.pq, w.pc, p.sk2);
+      psum = split_p(w.pc, p.kv_len, pl, ph, p.skq);
     }
+    t.rowv[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.cv) * static_cast<uint32_t>(psum));
+  }
+  for (int64_t r = 0; r < kR; ++r) {
+    const int64_t from = r < rows ? r : rows - 1;
+    t.pl[r] = w.pl + from * p.skq, t.ph[r] = w.ph + from * p.skq;
+  }
+  // The groups with a nonzero ph in some row: 16 groups (64 bytes) at a time.
+  t.hi_count = 0;
+  for (int64_t c = 0; c < p.skq / 64; ++c) {
+    __m512i any = _mm512_setzero_si512();
+    for (int64_t r = 0; r < rows; ++r) any = _mm512_or_si512(any, _mm512_loadu_si512(t.ph[r] + 64 * c));
+    for (uint32_t m = _mm512_test_epi32_mask(any, any); m != 0; m &= m - 1)
+      t.hi[t.hi_count++] = static_cast<uint16_t>(16 * c + __builtin_ctz(m));
   }
 }
 
-void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, const float sums[kR]) {
-  const int16_t* pr[kR];
-  for (int64_t r = 0; r < kR; ++r) pr[r] = w.pc + (r < rows ? r : rows - 1) * p.sk2;
+void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, const TileP& t) {
   int64_t d0 = 0;
-  for (; d0 + 16 * kMaxN <= p.dvp; d0 += 16 * kMaxN) output_block<kMaxN>(p, w, pr, b, h, i, d0, rows, sums);
+  for (; d0 + 16 * kMaxN <= p.dvp; d0 += 16 * kMaxN) output_block<kMaxN>(p, w, t, b, h, i, d0, rows);
   switch ((p.dvp - d0) / 16) {
-    case 3: output_block<3>(p, w, pr, b, h, i, d0, rows, sums); break;
-    case 2: output_block<2>(p, w, pr, b, h, i, d0, rows, sums); break;
-    case 1: output_block<1>(p, w, pr, b, h, i, d0, rows, sums); break;
+    case 3: output_block<3>(p, w, t, b, h, i, d0, rows); break;
+    case 2: output_block<2>(p, w, t, b, h, i, d0, rows); break;
+    case 1: output_block<1>(p, w, t, b, h, i, d0, rows); break;
     default: break;
   }
 }
@@ -286,9 +474,10 @@ void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i
   pack_head(p, b, h, w);
   for (int64_t i = i0; i < i1; i += kR) {
     const int64_t rows = min_i64(kR, i1 - i);
-    float sums[kR];
-    probabilities(p, b, h, i, rows, w, sums);
-    output(p, b, h, i, rows, w, sums);
+    TileP t;
+    t.hi = w.hi;
+    probabilities(p, b, h, i, rows, w, t);
+    output(p, b, h, i, rows, w, t);
   }
 }
 

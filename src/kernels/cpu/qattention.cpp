@@ -126,10 +126,9 @@ void qattention_f32(KernelContext& ctx) {
   auto make_scratch = [&] {
     const int64_t sizes[] = {2 * p.dk2 * p.skp,  2 * p.sk2 * p.dvp,        2 * p.skp * p.dk2,
                              2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
-                             2 * kMaxTileRows * p.sk2, p.dk4 * p.skp,    p.dk64 * p.skp,
+                             2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
                              4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
-                             4 * p.dvp,          kMaxTileRows * p.skq,     kMaxTileRows * p.skq,
-                             2 * (p.sk4 / 4)};
+                             4 * p.dvp,          p.skq / 32,               2 * (p.sk4 / 4)};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);
     char* at = cpu::thread_scratch_as<char>(cpu::Scratch::QAttention, total);
@@ -142,7 +141,7 @@ void qattention_f32(KernelContext& ctx) {
                                reinterpret_cast<int8_t*>(part[8]),  reinterpret_cast<int32_t*>(part[9]),
                                reinterpret_cast<uint8_t*>(part[10]), reinterpret_cast<int8_t*>(part[11]),
                                reinterpret_cast<int8_t*>(part[12]), reinterpret_cast<uint8_t*>(part[13]),
-                               reinterpret_cast<uint8_t*>(part[14]), reinterpret_cast<uint16_t*>(part[15]), -1};
+                               reinterpret_cast<uint16_t*>(part[14]), -1};
   };
   cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,
                                 [&](cpu::qattn::Scratch& w, int64_t b, int64_t h, int64_t i0, int64_t i1) {

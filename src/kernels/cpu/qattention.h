@@ -65,21 +65,20 @@ struct Scratch {
   int16_t* row;  // two quantized V rows, before they are interleaved: [2][dvp]
   int16_t* qc;   // a tile's quantized Q rows: [kMaxTileRows][dk2]
   float* s;      // a tile's scores / probabilities: [kMaxTileRows][skp]
-  int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2]
+  int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2] (the VNNI task's: [..][skq])
   // The VNNI task's products in bytes (qattention_vnni_avx512.cpp): K as signed bytes in
   // quads of channels, kt8[d / 4][skp][d % 4], from rows k8[skp][dk64]; each key's
   // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4];
   // V as signed bytes in quads of keys, vt8[sk4 / 4][dvp][j % 4], from four rows
-  // v8[4][dvp]; a tile's P rows split in bytes pl, ph [kMaxTileRows][skq]; the key groups
-  // where ph is nonzero, hi[sk4 / 4].
+  // v8[4][dvp]; per 32 keys, the groups of four with a P >= 256, chunks[skq / 32], and
+  // their list, hi[sk4 / 4].
   int8_t* kt8;
   int8_t* k8;
   int32_t* kcol;
   uint8_t* q8;
   int8_t* vt8;
   int8_t* v8;
-  uint8_t* pl;
-  uint8_t* ph;
+  uint8_t* chunks;
   uint16_t* hi;
   int64_t packed;  // b * heads + h of the head in kt/vp; -1 for none
 };

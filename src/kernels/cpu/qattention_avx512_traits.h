@@ -65,9 +65,8 @@ struct Avx512Int {
   };
   // round(v / scale) saturated to [lo, hi], as a float; NaN stays NaN (max and min return
   // their second operand when either is NaN). Shared by every vector quantization of the
-  // AVX-512 tasks, so all of them round as quantize_one does. kClamp = false leaves out
-  // the saturation, for callers that know round(v / scale) lies within [lo, hi].
-  template <bool kByInverse, bool kClamp = true>
+  // AVX-512 tasks, so all of them round as quantize_one does.
+  template <bool kByInverse>
   static __m512 quantize_vec(__m512 v, const QuantVec& q) {
     constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     __m512 r;
@@ -81,8 +80,7 @@ struct Avx512Int {
     } else {
       r = _mm512_roundscale_ps(_mm512_div_ps(v, q.scale), kNearest);
     }
-    if constexpr (kClamp) r = _mm512_min_ps(q.hi, _mm512_max_ps(q.lo, r));
-    return r;
+    return _mm512_min_ps(q.hi, _mm512_max_ps(q.lo, r));
   }
   template <bool kByInverse>
   static int64_t quantize_loop(const float* x, int64_t n, float mul, const Quant& q, int16_t* out) {

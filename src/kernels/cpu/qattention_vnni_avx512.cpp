@@ -10,8 +10,9 @@
 //   conversion to float. The lanes wrap modulo 2^32, and the true sum fits int32 (the
 //   driver checks), so the result is the exact sum.
 // - P.V in bytes too. P is never negative (a probability, or exp(s - max), rounded), but
-//   has up to 4095 levels (16-bit P), so it is split as P = 256 ph + pl, pl and ph bytes,
-//   and V stored as vs = vc - lo_v - 128 like K:
+//   has up to 4095 levels (16-bit P), so it is taken as P = 256 ph + pl, its int16's two
+//   bytes (a shuffle of each broadcast picks four keys' low or high bytes), and V stored
+//   as vs = vc - lo_v - 128 like K:
 //     sum P vc = sum pl vs + 256 sum ph vs + cv * sum P,   cv = lo_v + 128.
 //   ph is nonzero only where exp(s - max) >= 256 p_scale (1/16 of the row's peak with
 //   4095 levels), so the ph product runs only over the groups of four keys where one of
@@ -19,22 +20,21 @@
 //   about half of VPDPWSSD's instructions.
 // - Register tiles of 4 query rows x 64 columns (16 accumulators: VPDP* latency is hidden
 //   and each loaded K/V vector serves four rows) for both products.
-// - With row_probabilities the softmax's exp, sum and P quantization are one pass over the
-//   scores (the exp and the summation order are vec_impl.h's row_exp_sum, so P and the sum
-//   are the same floats), and the division by the row sum is vectorized.
+// - The mask add and each row's maximum ride on the score blocks (no separate passes over
+//   the scores); the division of the outputs by the row sums is vectorized. The softmax's
+//   exp and P's quantization stay two tight passes as on the other levels (the vec table's
+//   exp_sum, then the AVX-512 quantize to int16): one loop doing both measured 1.3x
+//   slower.
 // qattention.cpp picks this task at the AVX-512 level where CPUID reports AVX512-VNNI
 // (and tests have not turned it off, see qattn::set_vnni_allowed).
 #pragma GCC target("avx512vnni")
 
 #include "kernels/cpu/qattention_avx512_traits.h"
-#include "kernels/cpu/simd/traits_avx512.h"
-#include "kernels/cpu/simd/vec_impl.h"
 
 namespace octet::cpu::qattn {
 namespace {
 
 using Base = Kernel<Avx512Int>;
-using Math = simd::Math<simd::Avx512Traits>;
 
 constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
@@ -240,11 +240,10 @@ void scores_block(const Args& p, const Scratch& w, TileQ& tq, int64_t j0, int64_
     }
 }
 
-// The tile's P rows as bytes (P = 256 ph + pl; rows of p.skq bytes, zero past Sk), each
-// row's sum of P, and the groups of four keys where some row's ph is nonzero.
+// The tile's P rows (int16, p.skq apart, zeros from Sk to sk4), each row's sum of P, and
+// the groups of four keys where some row has P >= 256.
 struct TileP {
-  const uint8_t* pl[kR];
-  const uint8_t* ph[kR];
+  const int16_t* pr[kR];
   int32_t rowv[kR];  // cv * sum of the row's P
   float sums[kR];    // the softmax sums (row_probabilities divides by them)
   int64_t hi_count;
@@ -261,26 +260,30 @@ void output_block(const Args& p, const Scratch& w, const TileP& t, int64_t b, in
   for (int64_t r = 0; r < kR; ++r)
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) acc[r][n] = _mm512_setzero_si512();
-  auto group = [&](const uint8_t* const a[kR], int64_t g) {
+  // Each dword lane: the low (or high) bytes of four keys' P, from their 8 bytes broadcast.
+  const __m512i lo = _mm512_set1_epi32(0x06040200), hi = _mm512_set1_epi32(0x07050301);
+  auto group = [&](__m512i pick, int64_t g) {
     const int8_t* v = w.vt8 + 4 * (g * p.dvp + d0);
     __m512i vv[N];
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) vv[n] = _mm512_loadu_si512(v + 64 * n);
 #pragma GCC unroll 16
     for (int64_t r = 0; r < kR; ++r) {
-      const __m512i pv = bcast4(a[r] + 4 * g);
+      int64_t quad;
+      __builtin_memcpy(&quad, t.pr[r] + 4 * g, 8);
+      const __m512i pv = _mm512_shuffle_epi8(_mm512_set1_epi64(quad), pick);
 #pragma GCC unroll 16
       for (int n = 0; n < N; ++n) acc[r][n] = dpbusd(acc[r][n], pv, vv[n]);
     }
   };
-  if (t.hi_count > 0) {  // 256 sum ph vs first, then the pl products on top
-    for (int64_t k = 0; k < t.hi_count; ++k) group(t.ph, t.hi[k]);
+  if (t.hi_count > 0) {  // 256 sum ph vs first, then the pl products on top of it
+    for (int64_t k = 0; k < t.hi_count; ++k) group(hi, t.hi[k]);
 #pragma GCC unroll 16
     for (int64_t r = 0; r < kR; ++r)
 #pragma GCC unroll 16
       for (int n = 0; n < N; ++n) acc[r][n] = _mm512_slli_epi32(acc[r][n], 8);
   }
-  for (int64_t g = 0; g < p.sk4 / 4; ++g) group(t.pl, g);
+  for (int64_t g = 0; g < p.sk4 / 4; ++g) group(lo, g);
   const __m512 m = _mm512_set1_ps(p.out_scale);
 #pragma GCC unroll 16
   for (int64_t r = 0; r < rows; ++r) {
@@ -298,89 +301,19 @@ void output_block(const Args& p, const Scratch& w, const TileP& t, int64_t b, in
   }
 }
 
-// Stores one vector of quantized P (int32 lanes, >= 0; a NaN's 0x80000000 becomes 0, the
-// zero point, as quantize_one gives) as pl and ph bytes at i; returns the lanes.
-__m512i put_p(__m512i v, uint8_t* pl, uint8_t* ph, int64_t i) {
-  v = _mm512_and_si512(v, _mm512_set1_epi32(0x7FFFFFFF));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(pl + i), _mm512_cvtepi32_epi8(v));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(ph + i), _mm512_cvtepi32_epi8(_mm512_srli_epi32(v, 8)));
-  return v;
-}
-
-// Zeros pl and ph from i (a multiple of 16) to padded (a multiple of 64).
-void zero_p(uint8_t* pl, uint8_t* ph, int64_t i, int64_t padded) {
-  for (; i < padded; i += 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(pl + i), _mm_setzero_si128());
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(ph + i), _mm_setzero_si128());
+// Over a P row (int16 >= 0, zeros from n to sk4): returns sum P, and ORs into hi[c] the
+// groups of four keys among keys [32 c, 32 c + 32) that hold a P >= 256 (bit g % 8).
+int32_t p_terms(const int16_t* pc, int64_t sk4, uint8_t* hi) {
+  const __m512i ones = _mm512_set1_epi16(1), high = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
+  __m512i sum = _mm512_setzero_si512();
+  for (int64_t i = 0; i < sk4; i += 32) {
+    const int64_t left = sk4 - i;
+    const __mmask32 m = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
+    const __m512i v = _mm512_maskz_loadu_epi16(m, pc + i);
+    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(v, ones));
+    hi[i / 32] |= static_cast<uint8_t>(_mm512_test_epi64_mask(v, high));
   }
-}
-
-// exp(x) for x <= 0 or NaN: vec_impl.h's exp_flush without its two guards that cannot
-// matter here -- the clamp at 88 (x <= 0) and the 0 below exp(-87): there it gives
-// exp(-87) ~ 1.6e-38 instead, which quantizes to P = 0 all the same and leaves the row's
-// sum unchanged (the sum holds the row's maximum's exp(0) = 1, and anything below half an
-// ulp of 1 added to it, in any order, leaves it as it is).
-__m512 exp_nonpositive(__m512 x) {
-  using T = simd::Avx512Traits;
-  const __m512 c = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);
-  const __m512 nf = T::round(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)));
-  __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-0.693359375f), c);
-  r = _mm512_fmadd_ps(nf, _mm512_set1_ps(2.12194440e-4f), r);
-  return T::scale_pow2(Math::exp_reduced(r), nf);
-}
-
-// row_probabilities: P = quantized exp(x - max) straight from the scores, as pl and ph
-// bytes (zeros up to `padded`); returns the row's sum, and sum P in psum. The same floats
-// as vec_impl.h's row_exp_sum (same exp, same four partial sums in the same order)
-// followed by Base::quantize_row with mul 1. kClamp = false where P = round(e / p_scale)
-// cannot leave [lo, hi] for e in [0, 1] (see probabilities).
-template <bool kByInverse, bool kClamp>
-float exp_quantize_row(const float* x, int64_t n, float max, const Quant& q, uint8_t* pl, uint8_t* ph, int64_t padded,
-                       int32_t& psum) {
-  using T = simd::Avx512Traits;
-  const __m512 vs = _mm512_set1_ps(1.0f), vshift = _mm512_set1_ps(-max);
-  const Avx512Int::QuantVec qv(q);
-  __m512i pacc = _mm512_setzero_si512();
-  auto put = [&](int64_t i, __m512 e) {
-    const __m512 c = Avx512Int::quantize_vec<kByInverse, kClamp>(e, qv);
-    pacc = _mm512_add_epi32(pacc, put_p(_mm512_cvtps_epi32(c), pl, ph, i));
-  };
-  auto e_at = [&](int64_t i) {
-    const __m512 e = exp_nonpositive(_mm512_fmadd_ps(_mm512_loadu_ps(x + i), vs, vshift));
-    put(i, e);
-    return e;
-  };
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    s0 = _mm512_add_ps(s0, e_at(i));
-    s1 = _mm512_add_ps(s1, e_at(i + 16));
-    s2 = _mm512_add_ps(s2, e_at(i + 32));
-    s3 = _mm512_add_ps(s3, e_at(i + 48));
-  }
-  for (; i + 16 <= n; i += 16) s0 = _mm512_add_ps(s0, e_at(i));
-  if (i < n) {  // lanes past n read -inf: e = 0, P = 0
-    const __m512 e = exp_nonpositive(_mm512_fmadd_ps(T::load_tail(x + i, n - i, -__builtin_inff()), vs, vshift));
-    put(i, e);
-    s1 = _mm512_add_ps(s1, e);
-    i += 16;
-  }
-  zero_p(pl, ph, i, padded);
-  psum = _mm512_reduce_add_epi32(pacc);
-  return T::reduce_add(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
-
-// The other P: n int16 values (quantize_row's) as pl and ph bytes, zeros up to `padded`;
-// returns sum P.
-int32_t split_p(const int16_t* pc, int64_t n, uint8_t* pl, uint8_t* ph, int64_t padded) {
-  __m512i pacc = _mm512_setzero_si512();
-  int64_t i = 0;
-  for (; i < n; i += 16) {
-    const __m256i v = _mm256_maskz_loadu_epi16(lanes(n - i), pc + i);
-    pacc = _mm512_add_epi32(pacc, put_p(_mm512_cvtepi16_epi32(v), pl, ph, i));
-  }
-  zero_p(pl, ph, i, padded);
-  return _mm512_reduce_add_epi32(pacc);
+  return _mm512_reduce_add_epi32(sum);
 }
 
 // Scores, softmax and quantized P of `rows` query rows from i, into t (and w's P rows).
@@ -414,8 +347,8 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     case 1: scores_block<1>(p, w, tq, j0, rows); break;
     default: break;
   }
-  // P = round(e / p_scale) for e in [0, 1] stays within [0, hi] when 1 / p_scale does.
-  const bool clamp = !(p.pq.lo <= 0.0f && p.pq.inv != 0.0f && p.pq.hi >= 1.001f * p.pq.inv + 1.0f);
+  uint8_t* chunks = w.chunks;  // per 32 keys, the groups with a P >= 256 in some row
+  for (int64_t c = 0; c < p.skq / 32; ++c) chunks[c] = 0;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = w.s + r * p.skp;
     const int64_t qi = i + r;
@@ -430,31 +363,18 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     if (p.causal)
       for (int64_t j = max_i64(qi + (p.kv_len - p.q_len) + 1, 0); j < p.kv_len; ++j) row[j] = p.lowest;
     const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
-    uint8_t *pl = w.pl + r * p.skq, *ph = w.ph + r * p.skq;
-    int32_t psum;
-    if (p.row_probabilities) {
-      t.sums[r] = p.pq.inv == 0.0f ? exp_quantize_row<false, true>(row, p.kv_len, max, p.pq, pl, ph, p.skq, psum)
-                  : clamp        ? exp_quantize_row<true, true>(row, p.kv_len, max, p.pq, pl, ph, p.skq, psum)
-                                 : exp_quantize_row<true, false>(row, p.kv_len, max, p.pq, pl, ph, p.skq, psum);
-    } else {
-      t.sums[r] = p.vec->exp_sum(row, 1.0f, max, row, p.kv_len);
-      Base::quantize_row(row, p.kv_len, 1.0f / t.sums[r], p.pq, w.pc, p.sk2);
-      psum = split_p(w.pc, p.kv_len, pl, ph, p.skq);
-    }
+    int16_t* pc = w.pc + r * p.skq;
+    // The vectorized softmax's steps, then P (row_probabilities: e itself, the output is
+    // divided by the sum; otherwise e * (1 / sum)) quantized and split.
+    t.sums[r] = p.vec->exp_sum(row, 1.0f, max, row, p.kv_len);
+    Base::quantize_row(row, p.kv_len, p.row_probabilities ? 1.0f : 1.0f / t.sums[r], p.pq, pc, p.sk4);
+    const int32_t psum = p_terms(pc, p.sk4, chunks);
     t.rowv[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.cv) * static_cast<uint32_t>(psum));
   }
-  for (int64_t r = 0; r < kR; ++r) {
-    const int64_t from = r < rows ? r : rows - 1;
-    t.pl[r] = w.pl + from * p.skq, t.ph[r] = w.ph + from * p.skq;
-  }
-  // The groups with a nonzero ph in some row: 16 groups (64 bytes) at a time.
+  for (int64_t r = 0; r < kR; ++r) t.pr[r] = w.pc + (r < rows ? r : rows - 1) * p.skq;
   t.hi_count = 0;
-  for (int64_t c = 0; c < p.skq / 64; ++c) {
-    __m512i any = _mm512_setzero_si512();
-    for (int64_t r = 0; r < rows; ++r) any = _mm512_or_si512(any, _mm512_loadu_si512(t.ph[r] + 64 * c));
-    for (uint32_t m = _mm512_test_epi32_mask(any, any); m != 0; m &= m - 1)
-      t.hi[t.hi_count++] = static_cast<uint16_t>(16 * c + __builtin_ctz(m));
-  }
+  for (int64_t c = 0; c < p.skq / 32; ++c)
+    for (uint32_t m = chunks[c]; m != 0; m &= m - 1) t.hi[t.hi_count++] = static_cast<uint16_t>(8 * c + __builtin_ctz(m));
 }
 
 void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, const TileP& t) {

@@ -65,11 +65,12 @@ __m512i bcast4(const void* p) {
 }
 
 // n values of x quantized (q), shifted by -offset and stored as bytes in out[0, padded)
-// (zeros past n); returns the sum of the n shifted values. offset makes them fit a byte:
-// lo for unsigned, lo + 128 for signed. NaN quantizes to 0 (the zero point) as quantize_one.
+// (zeros past n); returns the sum of the n shifted values (with kSum; else 0). offset makes
+// them fit a byte: lo for unsigned, lo + 128 for signed. NaN quantizes to 0 (the zero
+// point) as quantize_one.
 // Inlined: called per row, where a call's vzeroupper and the reduction's latency showed
 // in short rows' profiles.
-template <bool kByInverse>
+template <bool kByInverse, bool kSum>
 __attribute__((always_inline)) inline int32_t quantize_bytes(const float* x, int64_t n, const Quant& q, int32_t offset,
                                                              int8_t* out, int64_t padded) {
   const Avx512Int::QuantVec qv(q);
@@ -80,16 +81,17 @@ __attribute__((always_inline)) inline int32_t quantize_bytes(const float* x, int
     __m512 c = Avx512Int::quantize_vec<kByInverse>(_mm512_maskz_loadu_ps(m, x + i), qv);
     c = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, c, _CMP_ORD_Q), c);  // NaN -> 0
     const __m512i v = _mm512_maskz_sub_epi32(m, _mm512_cvtps_epi32(c), off);
-    sum = _mm512_add_epi32(sum, v);
+    if constexpr (kSum) sum = _mm512_add_epi32(sum, v);
     _mm_mask_storeu_epi8(out + i, lanes(padded - i), _mm512_cvtepi32_epi8(v));
   }
-  return _mm512_reduce_add_epi32(sum);
+  return kSum ? _mm512_reduce_add_epi32(sum) : 0;
 }
 
+template <bool kSum>
 __attribute__((always_inline)) inline int32_t quantize_bytes(const float* x, int64_t n, const Quant& q,
                                                              int32_t offset, int8_t* out, int64_t padded) {
-  return q.inv != 0.0f ? quantize_bytes<true>(x, n, q, offset, out, padded)
-                       : quantize_bytes<false>(x, n, q, offset, out, padded);
+  return q.inv != 0.0f ? quantize_bytes<true, kSum>(x, n, q, offset, out, padded)
+                       : quantize_bytes<false, kSum>(x, n, q, offset, out, padded);
 }
 
 // The byte-product constants of Args' Q and K quantizations.
@@ -161,23 +163,30 @@ void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
   const float* k = p.k + b * p.k_b + h * p.head_k;
   for (int64_t j = 0; j < p.skp; ++j) {
     int8_t* dst = w.k8 + j * dk64;
-    int32_t sum = 0;
     if (j < p.kv_len) {
       if (j + kAhead < p.kv_len) prefetch(k + (j + kAhead) * p.k_s, p.head_k);
-      sum = quantize_bytes(k + j * p.k_s, p.head_k, p.kq, t.ck, dst, dk64);
+      quantize_bytes<false>(k + j * p.k_s, p.head_k, p.kq, t.ck, dst, dk64);
     } else {
       for (int64_t d = 0; d < dk64; ++d) dst[d] = 0;
     }
-    w.kcol[j] = static_cast<int32_t>(static_cast<uint32_t>(t.q_lo) * static_cast<uint32_t>(sum) + constant);
   }
-  // [skp][dk64 / 4] quads -> [dk4 / 4][skp] quads, in 16 x 16 blocks.
-  for (int64_t j0 = 0; j0 < p.skp; j0 += 16)
+  // [skp][dk64 / 4] quads -> [dk4 / 4][skp] quads, in 16 x 16 blocks; each key's sum of ks
+  // on the way (ones . quads, 16 keys per VPDPBUSD), for kcol.
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t j0 = 0; j0 < p.skp; j0 += 16) {
+    __m512i sums = _mm512_setzero_si512();
     for (int64_t c0 = 0; c0 < p.dk4 / 4; c0 += 16) {
       __m512i r[16];
       for (int a = 0; a < 16; ++a) r[a] = _mm512_loadu_si512(w.k8 + (j0 + a) * dk64 + 4 * c0);
       transpose16(r);
-      for (int64_t c = 0; c < 16 && c0 + c < p.dk4 / 4; ++c) _mm512_storeu_si512(w.kt8 + 4 * ((c0 + c) * p.skp + j0), r[c]);
+      for (int64_t c = 0; c < 16 && c0 + c < p.dk4 / 4; ++c) {
+        _mm512_storeu_si512(w.kt8 + 4 * ((c0 + c) * p.skp + j0), r[c]);
+        sums = dpbusd(sums, ones, r[c]);
+      }
     }
+    _mm512_storeu_si512(w.kcol + j0, _mm512_add_epi32(_mm512_mullo_epi32(sums, _mm512_set1_epi32(t.q_lo)),
+                                                      _mm512_set1_epi32(static_cast<int32_t>(constant))));
+  }
   // Keys past Sk are zero bytes (their P is 0 too).
   const float* v = p.v + b * p.v_b + h * p.head_v;
   for (int64_t g = 0; g < p.sk4 / 4; ++g) {
@@ -185,7 +194,7 @@ void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
       const int64_t j = 4 * g + e;
       int8_t* dst = w.v8 + e * p.dvp;
       if (j + kAhead < p.kv_len) prefetch(v + (j + kAhead) * p.v_s, p.head_v);
-      if (j < p.kv_len) quantize_bytes(v + j * p.v_s, p.head_v, p.vq, t.cv, dst, p.dvp);
+      if (j < p.kv_len) quantize_bytes<false>(v + j * p.v_s, p.head_v, p.vq, t.cv, dst, p.dvp);
       else for (int64_t d = 0; d < p.dvp; ++d) dst[d] = 0;
     }
     interleave4(w.v8, p.dvp, w.vt8 + 4 * g * p.dvp);
@@ -329,7 +338,7 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
   for (int64_t r = rows; r < 2 * kR && i + r < p.q_len; ++r) prefetch(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k);
   for (int64_t r = 0; r < rows; ++r) {
     int8_t* dst = reinterpret_cast<int8_t*>(w.q8 + r * p.dk4);
-    const int32_t sum = quantize_bytes(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
+    const int32_t sum = quantize_bytes<true>(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
     rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
   }
   for (int64_t r = 0; r < kR; ++r) {  // a short tile repeats its last row

@@ -221,15 +221,21 @@ template <int N>
 void scores_block(const Args& p, const Scratch& w, TileQ& tq, int64_t j0, int64_t rows) {
   const uint8_t* const* q = tq.q;
   const int32_t* rowc = tq.rowc;
-  __m512i acc[kR][N];
+  // Narrow tails (N <= 2: 4 or 8 accumulators, too few chains to hide VPDPBUSD's latency)
+  // sum even and odd channel quads apart.
+  constexpr int S = N <= 2 ? 2 : 1;
+  __m512i acc[S][kR][N];
 #pragma GCC unroll 16
   for (int n = 0; n < N; ++n) {
     const __m512i c = _mm512_loadu_si512(w.kcol + j0 + 16 * n);
 #pragma GCC unroll 16
-    for (int64_t r = 0; r < kR; ++r) acc[r][n] = _mm512_add_epi32(c, _mm512_set1_epi32(rowc[r]));
+    for (int64_t r = 0; r < kR; ++r) {
+      acc[0][r][n] = _mm512_add_epi32(c, _mm512_set1_epi32(rowc[r]));
+      if constexpr (S == 2) acc[S - 1][r][n] = _mm512_setzero_si512();
+    }
   }
-  const int8_t* k = w.kt8 + 4 * j0;
-  for (int64_t g = 0; g < p.dk4 / 4; ++g, k += 4 * p.skp) {
+  auto quad = [&](int set, int64_t g) {
+    const int8_t* k = w.kt8 + 4 * (g * p.skp + j0);
     __m512i kv[N];
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) kv[n] = _mm512_loadu_si512(k + 64 * n);
@@ -237,8 +243,20 @@ void scores_block(const Args& p, const Scratch& w, TileQ& tq, int64_t j0, int64_
     for (int64_t r = 0; r < kR; ++r) {
       const __m512i qv = bcast4(q[r] + 4 * g);
 #pragma GCC unroll 16
-      for (int n = 0; n < N; ++n) acc[r][n] = dpbusd(acc[r][n], qv, kv[n]);
+      for (int n = 0; n < N; ++n) acc[set][r][n] = dpbusd(acc[set][r][n], qv, kv[n]);
     }
+  };
+  const int64_t quads = p.dk4 / 4;
+  int64_t g = 0;
+  for (; g + S <= quads; g += S)
+#pragma GCC unroll 2
+    for (int set = 0; set < S; ++set) quad(set, g + set);
+  if (g < quads) quad(0, g);
+  if constexpr (S == 2) {
+#pragma GCC unroll 16
+    for (int64_t r = 0; r < kR; ++r)
+#pragma GCC unroll 16
+      for (int n = 0; n < N; ++n) acc[0][r][n] = _mm512_add_epi32(acc[0][r][n], acc[1][r][n]);
   }
   const __m512 m1 = _mm512_set1_ps(p.qk_scale), m2 = _mm512_set1_ps(p.scale);
 #pragma GCC unroll 16
@@ -246,7 +264,7 @@ void scores_block(const Args& p, const Scratch& w, TileQ& tq, int64_t j0, int64_
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) {
       const int64_t j = j0 + 16 * n;
-      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc[r][n])));
+      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc[0][r][n])));
       if (tq.fuse) {
         const __mmask16 real = lanes(p.kv_len - j);
         if (tq.mask[r]) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, tq.mask[r] + j));

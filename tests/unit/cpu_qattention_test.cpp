@@ -366,7 +366,8 @@ TEST(CpuQAttentionBench, PrintModelShapeTimings) {
     auto g = qattention_graph(c, 0.125f);
     const NamedTensors in = qattention_inputs(c);
     std::vector<const Tensor*> qin = {&in[0].second, &in[1].second, &in[2].second, m.mask ? &in[3].second : nullptr};
-    for (size_t i = 4; i < g->nodes().at(0)->inputs().size(); ++i) qin.push_back(g->nodes().at(0)->input(i)->constant().get());
+    const Node& node = *g->nodes().at(0);
+    for (size_t i = 4; i < node.inputs().size(); ++i) qin.push_back(node.input(i)->constant().get());
     const int calls = m.b > 1 ? 20 : 100;
     std::printf("[ timing   ] %s B%lld H%lld S%lld:", m.name, (long long)m.b, (long long)m.h, (long long)m.s);
     ScopedIsaLevel scoped(IsaLevel::Avx512);
@@ -374,7 +375,7 @@ TEST(CpuQAttentionBench, PrintModelShapeTimings) {
     for (bool vnni : both ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
       cpu::qattn::set_vnni_allowed(vnni);
       for (int threads : {1, 2}) {
-        const double t = fastest_us(*g->nodes().at(0), qin, KernelRegistry::optimized().find("octet", "QAttention"), threads, calls);
+        const double t = fastest_us(node, qin, KernelRegistry::optimized().find("octet", "QAttention"), threads, calls);
         std::printf(" | %s %d thread(s) %.1f us", vnni ? "avx512+vnni" : isa_name(active_isa()), threads, t);
       }
     }

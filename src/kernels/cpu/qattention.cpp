@@ -4,12 +4,14 @@
 //
 // Q, K and V are quantized per tensor as QuantizeLinear does and kept centered (q - zp,
 // within [-255, 255]) as int16, so the zero points cost nothing in the inner loops; Q.K^T
-// and P.V run as VPMADDWD (two int16 products summed into an int32 lane; VPDPWSSD, which
-// also adds, where the CPU has AVX512-VNNI) with exact int32 accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
+// and P.V run as VPMADDWD (two int16 products summed into an int32 lane) with exact int32
+// accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
 // softmax, and each P row is quantized to the p zero point's type before the P.V product.
+// Where the CPU has AVX512-VNNI both products run in bytes instead (VPDPBUSD, four
+// products per lane; qattention_vnni_avx512.cpp), with the same integers and floats.
 // Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
 // rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
-// The task bodies live in qattention_impl.h, compiled per ISA level.
+// The task bodies live in qattention_impl.h, compiled per ISA level, and in the VNNI units.
 //
 // Declined at session creation: anything but float32 Q. Handed to the reference kernel at
 // run time: Sk = 0 or Dk = 0 (nothing to multiply), and head sizes or lengths whose sums
@@ -116,7 +118,8 @@ void qattention_f32(KernelContext& ctx) {
   p.out_scale = qp.p.scale * qp.v.scale;
   p.lowest = std::numeric_limits<float>::lowest();
   p.vec = &cpu::vec_ops();
-  p.dk2 = round_up(a.head_k, 2), p.dk4 = round_up(a.head_k, 4), p.dk64 = round_up(p.dk4, 64), p.skp = round_up(a.kv_len, kCols), p.sk2 = round_up(a.kv_len, 2);
+  p.dk2 = round_up(a.head_k, 2), p.dk4 = round_up(a.head_k, 4), p.dk64 = round_up(p.dk4, 64);
+  p.skp = round_up(a.kv_len, kCols), p.sk2 = round_up(a.kv_len, 2);
   p.sk4 = round_up(a.kv_len, 4), p.skq = round_up(p.sk4, 64);
   p.dvp = round_up(a.head_v, kCols);
 

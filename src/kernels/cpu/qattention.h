@@ -90,6 +90,9 @@ void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, S
 void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+// The VNNI task's packing of head (b, h) into w's byte buffers, unless w holds it already
+// (qattention_pack_vnni_avx512.cpp).
+void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w);
 
 // At the AVX-512 level the VNNI task runs where the CPU has AVX512-VNNI. Tests turn it off
 // (process-wide; switch only while no session runs) to check the plain AVX-512 task too.

@@ -61,7 +61,8 @@ struct Avx512Int {
   struct QuantVec {
     __m512 scale, inv, lo, hi;
     explicit QuantVec(const Quant& q)
-        : scale(_mm512_set1_ps(q.scale)), inv(_mm512_set1_ps(q.inv)), lo(_mm512_set1_ps(q.lo)), hi(_mm512_set1_ps(q.hi)) {}
+        : scale(_mm512_set1_ps(q.scale)), inv(_mm512_set1_ps(q.inv)), lo(_mm512_set1_ps(q.lo)),
+          hi(_mm512_set1_ps(q.hi)) {}
   };
   // round(v / scale) saturated to [lo, hi], as a float; NaN stays NaN (max and min return
   // their second operand when either is NaN). Shared by every vector quantization of the

@@ -29,7 +29,7 @@
 // (and tests have not turned it off, see qattn::set_vnni_allowed).
 #pragma GCC target("avx512vnni")
 
-#include "kernels/cpu/qattention_avx512_traits.h"
+#include "kernels/cpu/qattention_bytes_avx512.h"
 #include "kernels/cpu/simd/traits_avx512.h"
 #include "kernels/cpu/simd/vec_impl.h"
 
@@ -43,166 +43,6 @@ constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
 static_assert(kBlockRows % kR == 0 && kR <= kMaxTileRows);
 
-// The first n of 16 lanes (none for n <= 0).
-__mmask16 lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-// acc += the u8 x s8 (dpbusd) or s16 x s16 (dpwssd) pair sums of a and b. In asm because
-// GCC 12, given the intrinsics on an array of accumulators, copies each accumulator to a
-// fresh register around every instruction (tied operand) and spills: the tiles ran at half
-// the instructions' throughput.
-inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-  return acc;
-}
-inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
-  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-  return acc;
-}
-
-__m512i bcast4(const void* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// n values of x quantized (q), shifted by -offset and stored as bytes in out[0, padded)
-// (zeros past n); returns the sum of the n shifted values (with kSum; else 0). offset makes
-// them fit a byte: lo for unsigned, lo + 128 for signed. NaN quantizes to 0 (the zero
-// point) as quantize_one.
-// Inlined: called per row, where a call's vzeroupper and the reduction's latency showed
-// in short rows' profiles.
-template <bool kByInverse, bool kSum>
-__attribute__((always_inline)) inline int32_t quantize_bytes(const float* x, int64_t n, const Quant& q, int32_t offset,
-                                                             int8_t* out, int64_t padded) {
-  const Avx512Int::QuantVec qv(q);
-  const __m512i off = _mm512_set1_epi32(offset);
-  __m512i sum = _mm512_setzero_si512();
-  for (int64_t i = 0; i < padded; i += 16) {
-    const __mmask16 m = lanes(n - i);
-    __m512 c = Avx512Int::quantize_vec<kByInverse>(_mm512_maskz_loadu_ps(m, x + i), qv);
-    c = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, c, _CMP_ORD_Q), c);  // NaN -> 0
-    const __m512i v = _mm512_maskz_sub_epi32(m, _mm512_cvtps_epi32(c), off);
-    if constexpr (kSum) sum = _mm512_add_epi32(sum, v);
-    _mm_mask_storeu_epi8(out + i, lanes(padded - i), _mm512_cvtepi32_epi8(v));
-  }
-  return kSum ? _mm512_reduce_add_epi32(sum) : 0;
-}
-
-template <bool kSum>
-__attribute__((always_inline)) inline int32_t quantize_bytes(const float* x, int64_t n, const Quant& q,
-                                                             int32_t offset, int8_t* out, int64_t padded) {
-  return q.inv != 0.0f ? quantize_bytes<true, kSum>(x, n, q, offset, out, padded)
-                       : quantize_bytes<false, kSum>(x, n, q, offset, out, padded);
-}
-
-// The byte-product constants of Args' Q and K quantizations.
-struct ByteTerms {
-  int32_t q_lo, ck, cv;  // qu = qc - q_lo; ks = kc - ck; vs = vc - cv
-  explicit ByteTerms(const Args& p)
-      : q_lo(static_cast<int32_t>(p.qq.lo)), ck(static_cast<int32_t>(p.kq.lo) + 128),
-        cv(static_cast<int32_t>(p.vq.lo) + 128) {}
-};
-
-// Four byte rows a, a + n, a + 2n, a + 3n (n a multiple of 16) interleaved:
-// out[4 d + e] = row e's byte d.
-void interleave4(const int8_t* a, int64_t n, int8_t* out) {
-  for (int64_t d = 0; d < n; d += 16) {
-    auto load = [&](int64_t e) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + e * n + d)); };
-    const __m128i r0 = load(0), r1 = load(1), r2 = load(2), r3 = load(3);
-    const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
-    const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
-    __m128i* o = reinterpret_cast<__m128i*>(out + 4 * d);
-    _mm_storeu_si128(o, _mm_unpacklo_epi16(lo01, lo23));
-    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(lo01, lo23));
-    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(hi01, hi23));
-    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(hi01, hi23));
-  }
-}
-
-// Asks for the n floats at x ahead of use: K, V and Q rows lie a whole packed Q|K|V row
-// apart (4.5 KiB for 384 channels each), past what the hardware prefetchers follow, and
-// the quantize loops otherwise wait on each row's loads.
-void prefetch(const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(x + i), _MM_HINT_T0);
-}
-constexpr int64_t kAhead = 4;  // rows prefetched ahead
-
-// In-register transpose of a 16 x 16 int32 matrix (r[a] lane c -> r[c] lane a): pairs of
-// rows, then quads, interleaved within 128-bit lanes, then the 4 x 4 matrix of lanes.
-void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  __m512i u[16];  // u[4 g + k] lane L: column 4 L + k of rows 4 g .. 4 g + 3
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-  }
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44), v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xEE);
-    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xEE);
-    r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-    r[4 + k] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
-    r[8 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-    r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
-  }
-}
-
-// K and V of head (b, h) into w: ks bytes transposed into quads (kt8) with each key's
-// constant term (kcol), vs bytes with the keys in quads (vt8).
-void pack_head(const Args& p, int64_t b, int64_t h, Scratch& w) {
-  if (w.packed == b * p.heads + h) return;
-  w.packed = b * p.heads + h;
-  const ByteTerms t(p);
-  // Wraps modulo 2^32 like the lanes; the full sum fits int32 (see the file comment).
-  const uint32_t constant = static_cast<uint32_t>(p.head_k) * static_cast<uint32_t>(t.q_lo) * static_cast<uint32_t>(t.ck);
-  const int64_t dk64 = p.dk64;
-  const float* k = p.k + b * p.k_b + h * p.head_k;
-  for (int64_t j = 0; j < p.skp; ++j) {
-    int8_t* dst = w.k8 + j * dk64;
-    if (j < p.kv_len) {
-      if (j + kAhead < p.kv_len) prefetch(k + (j + kAhead) * p.k_s, p.head_k);
-      quantize_bytes<false>(k + j * p.k_s, p.head_k, p.kq, t.ck, dst, dk64);
-    } else {
-      for (int64_t d = 0; d < dk64; ++d) dst[d] = 0;
-    }
-  }
-  // [skp][dk64 / 4] quads -> [dk4 / 4][skp] quads, in 16 x 16 blocks; each key's sum of ks
-  // on the way (ones . quads, 16 keys per VPDPBUSD), for kcol.
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t j0 = 0; j0 < p.skp; j0 += 16) {
-    __m512i sums = _mm512_setzero_si512();
-    for (int64_t c0 = 0; c0 < p.dk4 / 4; c0 += 16) {
-      __m512i r[16];
-      for (int a = 0; a < 16; ++a) r[a] = _mm512_loadu_si512(w.k8 + (j0 + a) * dk64 + 4 * c0);
-      transpose16(r);
-      for (int64_t c = 0; c < 16 && c0 + c < p.dk4 / 4; ++c) {
-        _mm512_storeu_si512(w.kt8 + 4 * ((c0 + c) * p.skp + j0), r[c]);
-        sums = dpbusd(sums, ones, r[c]);
-      }
-    }
-    _mm512_storeu_si512(w.kcol + j0, _mm512_add_epi32(_mm512_mullo_epi32(sums, _mm512_set1_epi32(t.q_lo)),
-                                                      _mm512_set1_epi32(static_cast<int32_t>(constant))));
-  }
-  // Keys past Sk are zero bytes (their P is 0 too).
-  const float* v = p.v + b * p.v_b + h * p.head_v;
-  for (int64_t g = 0; g < p.sk4 / 4; ++g) {
-    for (int64_t e = 0; e < 4; ++e) {
-      const int64_t j = 4 * g + e;
-      int8_t* dst = w.v8 + e * p.dvp;
-      if (j + kAhead < p.kv_len) prefetch(v + (j + kAhead) * p.v_s, p.head_v);
-      if (j < p.kv_len) quantize_bytes<false>(v + j * p.v_s, p.head_v, p.vq, t.cv, dst, p.dvp);
-      else for (int64_t d = 0; d < p.dvp; ++d) dst[d] = 0;
-    }
-    interleave4(w.v8, p.dvp, w.vt8 + 4 * g * p.dvp);
-  }
-}
 
 // The tile's query rows for the score blocks: bytes q[r] with constant terms rowc[r];
 // with fuse, the blocks also add the mask rows (when given) and keep each row's running
@@ -395,10 +235,11 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
   TileQ tq;
   const uint8_t** q = tq.q;
   int32_t* rowc = tq.rowc;
-  for (int64_t r = rows; r < 2 * kR && i + r < p.q_len; ++r) prefetch(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k);
+  const float* qrows = p.q + b * p.q_b + h * p.head_k;
+  for (int64_t r = rows; r < 2 * kR && i + r < p.q_len; ++r) prefetch(qrows + (i + r) * p.q_s, p.head_k);
   for (int64_t r = 0; r < rows; ++r) {
     int8_t* dst = reinterpret_cast<int8_t*>(w.q8 + r * p.dk4);
-    const int32_t sum = quantize_bytes<true>(p.q + b * p.q_b + (i + r) * p.q_s + h * p.head_k, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
+    const int32_t sum = quantize_bytes<true>(qrows + (i + r) * p.q_s, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
     rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
   }
   for (int64_t r = 0; r < kR; ++r) {  // a short tile repeats its last row
@@ -447,7 +288,8 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
   for (int64_t r = 0; r < kR; ++r) t.pr[r] = w.pc + (r < rows ? r : rows - 1) * p.skq;
   t.hi_count = 0;
   for (int64_t c = 0; c < p.skq / 32; ++c)
-    for (uint32_t m = chunks[c]; m != 0; m &= m - 1) t.hi[t.hi_count++] = static_cast<uint16_t>(8 * c + __builtin_ctz(m));
+    for (uint32_t m = chunks[c]; m != 0; m &= m - 1)
+      t.hi[t.hi_count++] = static_cast<uint16_t>(8 * c + __builtin_ctz(m));
 }
 
 void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, const TileP& t) {
@@ -464,7 +306,7 @@ void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratc
 }  // namespace
 
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
-  pack_head(p, b, h, w);
+  pack_head_vnni(p, b, h, w);
   for (int64_t i = i0; i < i1; i += kR) {
     const int64_t rows = min_i64(kR, i1 - i);
     TileP t;

@@ -137,6 +137,30 @@ TEST(CpuQAttention, RowProbabilities) {
   check_all(cases, "row probabilities");
 }
 
+// The harness models' attention (64-channel heads, row_probabilities; with_u8_wide_p and
+// with_s8_wide_p give the 4095-level P octet quantize writes) at odd lengths, 1..12 heads
+// and batch 1..3, with and without a key mask: the VNNI task's 64-key score blocks and
+// their 16-key tails, P byte rows across 64-byte chunks, the P >= 256 groups (every row's
+// peak is 4095), the mask add and row maximum fused into the score blocks, and a mask
+// broadcast along keys, which takes the separate passes.
+TEST(CpuQAttention, ModelShapes) {
+  std::vector<QCase> cases;
+  for (auto [b, h, s] : {std::tuple<int64_t, int64_t, int64_t>{1, 6, 257}, {3, 1, 7}, {2, 12, 1}, {1, 12, 128},
+                         {3, 2, 65}}) {
+    QCase c = shape(b, s, s, h, 64, 64);
+    c.row_probabilities = true;
+    cases.push_back(c);
+    c.mask_shape = {b, 1, 1, s};
+    cases.push_back(c);
+  }
+  QCase c = shape(2, 9, 11, 3, 64, 64);
+  c.mask_shape = {2, 1, 9, 1};
+  cases.push_back(c);
+  c.row_probabilities = true;
+  cases.push_back(c);
+  check_all(cases, "model shapes");
+}
+
 // P with 16-bit levels (int16 p zero point 0): P.V sums of 1/p_scale * |v - zp| per key
 // can leave int32 on long rows. Here they would: Q = 0 makes every score equal (each key's
 // P is 32767) and V saturates (|v - 127| = 128), so 700 keys sum to 2.9e9. Such runs go to
@@ -281,6 +305,19 @@ TEST(CpuQAttention, ChannelRangesReadOnePackedTensorInPlace) {
 
 // ---- timings (printed, never asserted)
 
+// The fastest of `calls` single calls (a shared machine's preemptions land in the others).
+double fastest_us(const Node& node, const std::vector<const Tensor*>& inputs, KernelFn fn, int threads, int calls) {
+  double best = 1e30;
+  for (int c = 0; c < calls; ++c) {
+    KernelContext ctx(node, inputs);
+    ctx.set_threads(threads);
+    const auto start = std::chrono::steady_clock::now();
+    fn(ctx);
+    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
 TEST(CpuQAttentionBench, PrintOneThreadTimings) {
   for (auto [h, s, d] : {std::tuple<int64_t, int64_t, int64_t>{4, 128, 16}, {8, 128, 64}, {3, 197, 64}}) {
     const QCase c = with_u8(shape(1, s, s, h, d, d));
@@ -307,6 +344,42 @@ TEST(CpuQAttentionBench, PrintOneThreadTimings) {
       }
       cpu::qattn::set_vnni_allowed(true);
     }
+    std::printf("\n");
+  }
+}
+
+// The harness models' attention as octet quantize writes it (uint8 Q, K, V; P with 4095
+// levels, row_probabilities): DINOv2-S (6 heads, 257 tokens), MiniLM (12 heads, a key
+// mask) at 128 and 384 tokens, batch 1 and 8; fastest call on 1 and 2 threads.
+TEST(CpuQAttentionBench, PrintModelShapeTimings) {
+  struct Shape {
+    const char* name;
+    int64_t b, h, s;
+    bool mask;
+  };
+  for (const Shape& m : {Shape{"dinov2", 1, 6, 257, false}, Shape{"dinov2", 8, 6, 257, false},
+                         Shape{"minilm", 1, 12, 128, true}, Shape{"minilm", 8, 12, 128, true},
+                         Shape{"minilm", 1, 12, 384, true}}) {
+    QCase c = with_u8_wide_p(shape(m.b, m.s, m.s, m.h, 64, 64));
+    c.row_probabilities = true;
+    if (m.mask) c.mask_shape = {m.b, 1, 1, m.s};
+    auto g = qattention_graph(c, 0.125f);
+    const NamedTensors in = qattention_inputs(c);
+    std::vector<const Tensor*> qin = {&in[0].second, &in[1].second, &in[2].second, m.mask ? &in[3].second : nullptr};
+    const Node& node = *g->nodes().at(0);
+    for (size_t i = 4; i < node.inputs().size(); ++i) qin.push_back(node.input(i)->constant().get());
+    const int calls = m.b > 1 ? 20 : 100;
+    std::printf("[ timing   ] %s B%lld H%lld S%lld:", m.name, (long long)m.b, (long long)m.h, (long long)m.s);
+    ScopedIsaLevel scoped(IsaLevel::Avx512);
+    const bool both = cpu::qattn::vnni_available() && active_isa() == IsaLevel::Avx512;
+    for (bool vnni : both ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+      cpu::qattn::set_vnni_allowed(vnni);
+      for (int threads : {1, 2}) {
+        const double t = fastest_us(node, qin, KernelRegistry::optimized().find("octet", "QAttention"), threads, calls);
+        std::printf(" | %s %d thread(s) %.1f us", vnni ? "avx512+vnni" : isa_name(active_isa()), threads, t);
+      }
+    }
+    cpu::qattn::set_vnni_allowed(true);
     std::printf("\n");
   }
 }

@@ -4,12 +4,14 @@
 //
 // Q, K and V are quantized per tensor as QuantizeLinear does and kept centered (q - zp,
 // within [-255, 255]) as int16, so the zero points cost nothing in the inner loops; Q.K^T
-// and P.V run as VPMADDWD (two int16 products summed into an int32 lane; VPDPWSSD, which
-// also adds, where the CPU has AVX512-VNNI) with exact int32 accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
+// and P.V run as VPMADDWD (two int16 products summed into an int32 lane) with exact int32
+// accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
 // softmax, and each P row is quantized to the p zero point's type before the P.V product.
+// Where the CPU has AVX512-VNNI both products run in bytes instead (VPDPBUSD, four
+// products per lane; qattention_vnni_avx512.cpp), with the same integers and floats.
 // Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
 // rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
-// The task bodies live in qattention_impl.h, compiled per ISA level.
+// The task bodies live in qattention_impl.h, compiled per ISA level, and in the VNNI units.
 //
 // Declined at session creation: anything but float32 Q. Handed to the reference kernel at
 // run time: Sk = 0 or Dk = 0 (nothing to multiply), and head sizes or lengths whose sums
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -27,6 +30,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/qattention.h"
 #include "kernels/cpu/simd_kernels.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/cpu/vec_ops.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/ref/ref_attention.h"
@@ -114,25 +118,38 @@ void qattention_f32(KernelContext& ctx) {
   p.out_scale = qp.p.scale * qp.v.scale;
   p.lowest = std::numeric_limits<float>::lowest();
   p.vec = &cpu::vec_ops();
-  p.dk2 = round_up(a.head_k, 2), p.skp = round_up(a.kv_len, kCols), p.sk2 = round_up(a.kv_len, 2);
+  p.dk2 = round_up(a.head_k, 2), p.dk4 = round_up(a.head_k, 4), p.dk64 = round_up(p.dk4, 64);
+  p.skp = round_up(a.kv_len, kCols), p.sk2 = round_up(a.kv_len, 2);
+  p.sk4 = round_up(a.kv_len, 4), p.skq = round_up(p.sk4, 64);
   p.dvp = round_up(a.head_v, kCols);
 
   const cpu::qattn::TaskFn task = task_for(active_isa());
-  // One thread's buffers and the Scratch view of them the task takes (never copied: w
-  // points into this object's vectors).
-  struct Buffers {
-    explicit Buffers(const cpu::qattn::Args& p)
-        : kt(p.dk2 * p.skp), vp(p.sk2 * p.dvp), kq(p.skp * p.dk2), row(2 * p.dvp), qc(kMaxTileRows * p.dk2),
-          pc(kMaxTileRows * p.sk2), s(kMaxTileRows * p.skp),
-          w{kt.data(), vp.data(), kq.data(), row.data(), qc.data(), s.data(), pc.data(), -1} {}
-    Buffers(const Buffers&) = delete;
-    std::vector<int16_t> kt, vp, kq, row, qc, pc;
-    std::vector<float> s;
-    cpu::qattn::Scratch w;
+  // One thread's buffers, carved from its grow-only scratch (no allocation and no zeroing
+  // per run; every task writes what it reads), each on a 64-byte line of its own.
+  auto make_scratch = [&] {
+    const int64_t sizes[] = {2 * p.dk2 * p.skp,  2 * p.sk2 * p.dvp,        2 * p.skp * p.dk2,
+                             2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
+                             2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
+                             4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
+                             4 * p.dvp,          p.skq / 32,               2 * (p.sk4 / 4)};
+    int64_t total = 0;
+    for (int64_t s : sizes) total += round_up(s, 64);
+    char* at = cpu::thread_scratch_as<char>(cpu::Scratch::QAttention, total);
+    char* part[std::size(sizes)];
+    for (size_t i = 0; i < std::size(sizes); ++i) part[i] = at, at += round_up(sizes[i], 64);
+    return cpu::qattn::Scratch{reinterpret_cast<int16_t*>(part[0]), reinterpret_cast<int16_t*>(part[1]),
+                               reinterpret_cast<int16_t*>(part[2]), reinterpret_cast<int16_t*>(part[3]),
+                               reinterpret_cast<int16_t*>(part[4]), reinterpret_cast<float*>(part[5]),
+                               reinterpret_cast<int16_t*>(part[6]), reinterpret_cast<int8_t*>(part[7]),
+                               reinterpret_cast<int8_t*>(part[8]),  reinterpret_cast<int32_t*>(part[9]),
+                               reinterpret_cast<uint8_t*>(part[10]), reinterpret_cast<int8_t*>(part[11]),
+                               reinterpret_cast<int8_t*>(part[12]), reinterpret_cast<uint8_t*>(part[13]),
+                               reinterpret_cast<uint16_t*>(part[14]), -1};
   };
-  auto make_scratch = [&] { return Buffers(p); };
   cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,
-                                [&](Buffers& m, int64_t b, int64_t h, int64_t i0, int64_t i1) { task(p, b, h, i0, i1, m.w); });
+                                [&](cpu::qattn::Scratch& w, int64_t b, int64_t h, int64_t i0, int64_t i1) {
+                                  task(p, b, h, i0, i1, w);
+                                });
 }
 
 }  // namespace

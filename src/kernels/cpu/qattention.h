@@ -50,9 +50,11 @@ struct Args {
   const VecTable* vec;  // softmax and the mask add of the active level
 
   // Padded sizes (fields, not member functions: an inline function defined here would be
-  // compiled in every ISA's unit): Dk to pairs (madd takes two int16 at a time), Sk to
-  // tiles (dk2 rows of K^T) and to pairs (P rows, V pair rows), Dv to tiles.
-  int64_t dk2, skp, sk2, dvp;
+  // compiled in every ISA's unit): Dk to pairs (madd takes two int16 at a time) and to
+  // quads (the VNNI task's byte products take four), Sk to tiles (dk2 rows of K^T) and to
+  // pairs (P rows, V pair rows), Dv to tiles.
+  // dk64, skq: dk4 and sk4 to 64 (the VNNI task's K and P byte rows).
+  int64_t dk2, dk4, dk64, skp, sk2, sk4, skq, dvp;
 };
 
 // One thread's buffers (int16 values are centered: q - zero_point).
@@ -63,7 +65,21 @@ struct Scratch {
   int16_t* row;  // two quantized V rows, before they are interleaved: [2][dvp]
   int16_t* qc;   // a tile's quantized Q rows: [kMaxTileRows][dk2]
   float* s;      // a tile's scores / probabilities: [kMaxTileRows][skp]
-  int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2]
+  int16_t* pc;   // a tile's quantized P rows: [kMaxTileRows][sk2] (the VNNI task's: [..][skq])
+  // The VNNI task's products in bytes (qattention_vnni_avx512.cpp): K as signed bytes in
+  // quads of channels, kt8[d / 4][skp][d % 4], from rows k8[skp][dk64]; each key's
+  // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4];
+  // V as signed bytes in quads of keys, vt8[sk4 / 4][dvp][j % 4], from four rows
+  // v8[4][dvp]; per 32 keys, the groups of four with a P >= 256, chunks[skq / 32], and
+  // their list, hi[sk4 / 4].
+  int8_t* kt8;
+  int8_t* k8;
+  int32_t* kcol;
+  uint8_t* q8;
+  int8_t* vt8;
+  int8_t* v8;
+  uint8_t* chunks;
+  uint16_t* hi;
   int64_t packed;  // b * heads + h of the head in kt/vp; -1 for none
 };
 
@@ -74,6 +90,9 @@ void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, S
 void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+// The VNNI task's packing of head (b, h) into w's byte buffers, unless w holds it already
+// (qattention_pack_vnni_avx512.cpp).
+void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w);
 
 // At the AVX-512 level the VNNI task runs where the CPU has AVX512-VNNI. Tests turn it off
 // (process-wide; switch only while no session runs) to check the plain AVX-512 task too.

@@ -57,29 +57,41 @@ struct Avx512Int {
   static int64_t quantize(const float* x, int64_t n, float mul, const Quant& q, int16_t* out) {
     return q.inv != 0.0f ? quantize_loop<true>(x, n, mul, q, out) : quantize_loop<false>(x, n, mul, q, out);
   }
+  // The constants of one quantization, in registers.
+  struct QuantVec {
+    __m512 scale, inv, lo, hi;
+    explicit QuantVec(const Quant& q)
+        : scale(_mm512_set1_ps(q.scale)), inv(_mm512_set1_ps(q.inv)), lo(_mm512_set1_ps(q.lo)),
+          hi(_mm512_set1_ps(q.hi)) {}
+  };
+  // round(v / scale) saturated to [lo, hi], as a float; NaN stays NaN (max and min return
+  // their second operand when either is NaN). Shared by every vector quantization of the
+  // AVX-512 tasks, so all of them round as quantize_one does.
+  template <bool kByInverse>
+  static __m512 quantize_vec(__m512 v, const QuantVec& q) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    __m512 r;
+    if constexpr (kByInverse) {  // multiply, and divide only near a half-integer (see Quant)
+      const __m512 t = _mm512_mul_ps(v, q.inv);
+      r = _mm512_roundscale_ps(t, kNearest);
+      if (_mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, r)),
+                             _mm512_fnmadd_ps(_mm512_abs_ps(t), _mm512_set1_ps(0x1p-20f), _mm512_set1_ps(0.5f)),
+                             _CMP_GE_OQ))
+        r = _mm512_roundscale_ps(_mm512_div_ps(v, q.scale), kNearest);
+    } else {
+      r = _mm512_roundscale_ps(_mm512_div_ps(v, q.scale), kNearest);
+    }
+    return _mm512_min_ps(q.hi, _mm512_max_ps(q.lo, r));
+  }
   template <bool kByInverse>
   static int64_t quantize_loop(const float* x, int64_t n, float mul, const Quant& q, int16_t* out) {
-    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m512 vmul = _mm512_set1_ps(mul), scale = _mm512_set1_ps(q.scale), inv = _mm512_set1_ps(q.inv);
-    const __m512 lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi), half = _mm512_set1_ps(0.5f),
-                 tol = _mm512_set1_ps(0x1p-20f);
+    const __m512 vmul = _mm512_set1_ps(mul);
+    const QuantVec qv(q);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-      const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vmul);
-      __m512 r;
-      if constexpr (kByInverse) {  // multiply, and divide only near a half-integer (see Quant)
-        const __m512 t = _mm512_mul_ps(v, inv);
-        r = _mm512_roundscale_ps(t, kNearest);
-        if (_mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, r)), _mm512_fnmadd_ps(_mm512_abs_ps(t), tol, half),
-                               _CMP_GE_OQ))
-          r = _mm512_roundscale_ps(_mm512_div_ps(v, scale), kNearest);
-      } else {
-        r = _mm512_roundscale_ps(_mm512_div_ps(v, scale), kNearest);
-      }
-      // Saturate. A NaN stays NaN through max and min (they return their second operand
-      // when either is NaN), converts to 0x80000000, and VPMOVDW keeps its low 16 bits:
-      // 0, the zero point, as the reference gives.
-      const __m512 c = _mm512_min_ps(hi, _mm512_max_ps(lo, r));
+      // A NaN converts to 0x80000000, and VPMOVDW keeps its low 16 bits: 0, the zero
+      // point, as the reference gives.
+      const __m512 c = quantize_vec<kByInverse>(_mm512_mul_ps(_mm512_loadu_ps(x + i), vmul), qv);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(c)));
     }
     return i;

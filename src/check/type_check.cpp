@@ -93,7 +93,7 @@ std::vector<TypeProblem> check_node_schema(const Node& node) {
     if (std::find(list.begin(), list.end(), t) == list.end()) {
       TypeProblem pr = problem_at(node, "onnx");
       std::string names;
-      for (DType a : list) names += (names.empty() ? "" : "|") + dtype_name(a);
+      for (DType a : list) names.append(names.empty() ? "" : "|").append(dtype_name(a));
       pr.rule = schema->label() + ": " + role + " '" + v->name() + "' is " + dtype_name(t) + " but type " +
                 p->type_str + " allows " + names;
       const bool has_fp32 = std::find(list.begin(), list.end(), DType::Float32) != list.end();

@@ -415,7 +415,7 @@ std::ostream& operator<<(std::ostream& out, const Dim& d) { return out << d.to_s
 
 std::string dims_to_string(const DimVector& dims) {
   std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + dims[i].to_string();
+  for (size_t i = 0; i < dims.size(); ++i) s.append(i ? "," : "").append(dims[i].to_string());
   return s + "]";
 }
 

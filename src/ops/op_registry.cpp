@@ -80,7 +80,7 @@ std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<i
     for (int64_t prev : out)
       if (prev == n) {
         std::string list;
-        for (int64_t x : axes) list += (list.empty() ? "" : ",") + std::to_string(x);
+        for (int64_t x : axes) list.append(list.empty() ? "" : ",").append(std::to_string(x));
         ctx.fail("axis ", a, " is repeated in [", list, "]");
       }
     out.push_back(n);

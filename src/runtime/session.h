@@ -49,6 +49,7 @@ struct RunProfile {
     const Node* node = nullptr;
     bool optimized = false;  // an optimized kernel ran it (else the reference kernel)
     double ms = 0;           // summed over the profiled runs
+    int calls = 0;           // profiled runs in which its kernel ran (a folded step's does not)
   };
   std::vector<Entry> steps;
   int runs = 0;

@@ -179,9 +179,11 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       if (observer) (*observer)(*v, *values[slot]);
     }
     for (int slot : step.release) values[slot].reset();
-    if (profile)
+    if (profile) {
       profile->steps[index].ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
+      ++profile->steps[index].calls;
+    }
   }
   if (profile) ++profile->runs;
 

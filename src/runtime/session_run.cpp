@@ -50,6 +50,28 @@ class Session::RunAllocator : public OutputAllocator {
   const Step* step_ = nullptr;
 };
 
+bool Session::run_view_step(const Step& step, const RunPlan& plan,
+                            std::vector<std::shared_ptr<const Tensor>>& values) const {
+  const int in = step.inputs[0], out = step.outputs[0];
+  const std::shared_ptr<const Tensor>& x = values[in];
+  // A released weight (null), folded contents (they stay with the plan: a graph output
+  // viewing them would be returned without a copy) or a shape the plan does not know:
+  // the kernel runs.
+  if (!x || plan.folded[in] || !plan.known_shape[out]) return false;
+  const int64_t* dims = planned_shape(plan, out);
+  const size_t rank = slot_shape_[out].size;
+  if (x->shape().size() == rank && std::equal(dims, dims + rank, x->shape().begin())) {
+    values[out] = x;  // the same shape (Identity): the same tensor
+    return true;
+  }
+  int64_t numel = 1;
+  for (size_t i = 0; i < rank; ++i) numel *= dims[i];
+  // A count that differs is a model error: the kernel reports it.
+  if (numel != x->numel()) return false;
+  values[out] = std::make_shared<const Tensor>(x->dtype(), std::vector<int64_t>(dims, dims + rank), x->buffer());
+  return true;
+}
+
 NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const {
   return run_steps(inputs, profile, nullptr);
 }
@@ -128,6 +150,17 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       continue;
     }
     const auto step_start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (step.views_input && run_view_step(step, *plan, values)) {
+      const int out = step.outputs[0];
+      if (observer) (*observer)(*slot_values_[out], *values[out]);
+      for (int slot : step.release) values[slot].reset();
+      if (profile) {
+        profile->steps[index].ms +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
+        ++profile->steps[index].calls;
+      }
+      continue;
+    }
     in.clear();
     for (int slot : step.inputs) {
       // A released weight stays null: the step's kernel keeps its own packed copy.

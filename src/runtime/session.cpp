@@ -180,8 +180,10 @@ void Session::select_kernels() {
         step.outputs[0] >= 0 && !step.inputs.empty() && step.inputs[0] >= 0 && n->input(0)->type.known() &&
         n->output(0)->type.known() && n->input(0)->type.dtype == n->output(0)->type.dtype &&
         n->input(0)->type.dtype != DType::String) {
+      // Only where the planner already treats the output as a view of the input.
       const std::string& op = n->op_type();
-      step.views_input = op == "Identity" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten";
+      step.views_input = step.kernel->may_alias_inputs && (op == "Identity" || op == "Reshape" || op == "Squeeze" ||
+                                                           op == "Unsqueeze" || op == "Flatten" || op == "Transpose");
     }
     steps_.push_back(std::move(step));
   }

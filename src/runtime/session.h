@@ -136,9 +136,10 @@ class Session {
     // (Shape, Gather of a shape, Concat of scalars, ...): a plan whose bindings decide them
     // computes them once, and the step does not run (see RunPlan::folded).
     bool foldable = false;
-    // Identity, Reshape, Squeeze, Unsqueeze, Flatten: output 0 is input 0's bytes under
-    // another shape. Where the plan knows that shape, the run makes the view itself and the
-    // kernel does not run (a decode step has a few hundred; see run_steps).
+    // Identity, Reshape, Squeeze, Unsqueeze, Flatten, and Transpose where it moves only
+    // size-1 axes: output 0 is input 0's bytes under another shape. Where the plan knows
+    // that shape, the run makes the view itself and the kernel does not run (a decode step
+    // has a few hundred; see run_view_step).
     bool views_input = false;
   };
   // Where the planned tensors live in a run's arena. Plans for different bindings share

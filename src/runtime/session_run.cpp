@@ -50,6 +50,29 @@ class Session::RunAllocator : public OutputAllocator {
   const Step* step_ = nullptr;
 };
 
+namespace {
+
+// True when the Transpose `node` takes `in` to `out` (rank dims) by moving only size-1
+// axes, so its output is its input's bytes under the new shape. False for anything else,
+// a malformed perm included (the kernel then runs, and reports it).
+bool moves_only_unit_axes(const Node& node, const std::vector<int64_t>& in, const int64_t* out, size_t rank) {
+  if (in.size() != rank || rank > 64) return false;
+  const Attribute* a = node.find_attr("perm");
+  int64_t last = -1;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t p = a ? (i < a->ints.size() ? a->ints[i] : -1) : static_cast<int64_t>(rank - 1 - i);
+    if (p < 0 || p >= static_cast<int64_t>(rank) || (seen >> p & 1) || in[p] != out[i]) return false;
+    seen |= uint64_t{1} << p;
+    if (in[p] == 1) continue;
+    if (p < last) return false;  // two axes of more than one element swap
+    last = p;
+  }
+  return !a || (a->kind == Attribute::Kind::Ints && a->ints.size() == rank);
+}
+
+}  // namespace
+
 bool Session::run_view_step(const Step& step, const RunPlan& plan,
                             std::vector<std::shared_ptr<const Tensor>>& values) const {
   const int in = step.inputs[0], out = step.outputs[0];
@@ -60,6 +83,8 @@ bool Session::run_view_step(const Step& step, const RunPlan& plan,
   if (!x || plan.folded[in] || !plan.known_shape[out]) return false;
   const int64_t* dims = planned_shape(plan, out);
   const size_t rank = slot_shape_[out].size;
+  // (Before the same-shape case: a [3, 3] Transpose keeps its shape but moves elements.)
+  if (step.node->op_type() == "Transpose" && !moves_only_unit_axes(*step.node, x->shape(), dims, rank)) return false;
   if (x->shape().size() == rank && std::equal(dims, dims + rank, x->shape().begin())) {
     values[out] = x;  // the same shape (Identity): the same tensor
     return true;

@@ -228,7 +228,8 @@ TEST(CpuDataMovement, SplitAlongEveryAxis) {
 // decode step's q/k/v parts and head splits). In a session, that input lives in the run's
 // arena: the planner must keep it until the last reader of any view, while the steps
 // between reuse memory. Each view is read only after several other tensors were placed,
-// and the symbolic sequence length makes the same graph copy at 3 tokens, view at 1.
+// and the symbolic sequence length makes the same graph copy at 3 tokens, view at 1 (the
+// session itself makes the unit-axis Transpose's view: Session::run_view_step).
 TEST(CpuDataMovement, OneRowSplitAndUnitTransposeViewsSurviveTheArena) {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 17;
@@ -246,10 +247,15 @@ TEST(CpuDataMovement, OneRowSplitAndUnitTransposeViewsSurviveTheArena) {
   g->add_node("Add", {"n2", "x"}, {"n3"}, {}, "", "n3");
   g->add_node("Mul", {"v", "ks"}, {"vk"}, {}, "", "vk");
   g->add_node("Neg", {"qt"}, {"qn"}, {}, "", "qn");
-  for (const char* o : {"qn", "vk", "n3"}) g->mark_output(g->value(o));
+  // A square Transpose keeps its shape yet moves elements: never a view.
+  g->add_input("w", TensorType(DType::Float32, DimVector{3, 3}));
+  g->add_node("Transpose", {"w"}, {"wt"}, {Attribute::make_ints("perm", {1, 0})}, "", "square");
+  g->add_node("Neg", {"wt"}, {"wn"}, {}, "", "wn");
+  for (const char* o : {"qn", "vk", "n3", "wn"}) g->mark_output(g->value(o));
   infer_graph(*g);
   for (int64_t s : {1, 3, 1}) {
-    const NamedTensors in = {{"x", random_tensor(DType::Float32, {1, s, 24}, static_cast<uint32_t>(40 + s))}};
+    const NamedTensors in = {{"x", random_tensor(DType::Float32, {1, s, 24}, static_cast<uint32_t>(40 + s))},
+                             {"w", random_tensor(DType::Float32, {3, 3}, 7)}};
     SessionOptions ref_options, opt_options;
     ref_options.kernels = KernelChoice::Reference;
     const NamedTensors want = Session(std::shared_ptr<const Graph>(g), ref_options).run(in);

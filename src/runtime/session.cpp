@@ -150,7 +150,7 @@ void Session::select_kernels() {
   std::map<int, size_t> last_reader;
   const WeightPackingScope packing(options_.pack_weights);
   for (const Node* n : execution_order(*graph_)) {
-    Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}, {}, false};
+    Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}, {}, false, false};
     // A reference kernel may build per-node state too (If keeps its branch sessions).
     if (step.kernel->prepare && !naming_allocation_failures([&] { return n->describe(); },
                                                             [&] { return step.kernel->prepare(*n, step.state); }))
@@ -175,6 +175,16 @@ void Session::select_kernels() {
       last_reader[slot_of(v)] = steps_.size();
     }
     for (const Value* v : n->outputs()) step.outputs.push_back(v ? slot_of(v) : -1);
+    // The reference kernels stay the oracle: with them, every view is made by its kernel.
+    if (options_.kernels == KernelChoice::Optimized && n->domain().empty() && n->outputs().size() == 1 &&
+        step.outputs[0] >= 0 && !step.inputs.empty() && step.inputs[0] >= 0 && n->input(0)->type.known() &&
+        n->output(0)->type.known() && n->input(0)->type.dtype == n->output(0)->type.dtype &&
+        n->input(0)->type.dtype != DType::String) {
+      // Only where the planner already treats the output as a view of the input.
+      const std::string& op = n->op_type();
+      step.views_input = step.kernel->may_alias_inputs && (op == "Identity" || op == "Reshape" || op == "Squeeze" ||
+                                                           op == "Unsqueeze" || op == "Flatten" || op == "Transpose");
+    }
     steps_.push_back(std::move(step));
   }
   std::set<int> keep;  // graph outputs and constants live for the whole run

@@ -49,6 +49,7 @@ struct RunProfile {
     const Node* node = nullptr;
     bool optimized = false;  // an optimized kernel ran it (else the reference kernel)
     double ms = 0;           // summed over the profiled runs
+    int calls = 0;           // profiled runs in which its kernel ran (a folded step's does not)
   };
   std::vector<Entry> steps;
   int runs = 0;
@@ -135,6 +136,11 @@ class Session {
     // (Shape, Gather of a shape, Concat of scalars, ...): a plan whose bindings decide them
     // computes them once, and the step does not run (see RunPlan::folded).
     bool foldable = false;
+    // Identity, Reshape, Squeeze, Unsqueeze, Flatten, and Transpose where it moves only
+    // size-1 axes: output 0 is input 0's bytes under another shape. Where the plan knows
+    // that shape, the run makes the view itself and the kernel does not run (a decode step
+    // has a few hundred; see run_view_step).
+    bool views_input = false;
   };
   // Where the planned tensors live in a run's arena. Plans for different bindings share
   // one when every tensor fits its reserved bytes (see make_plan), so a decode loop whose
@@ -176,6 +182,9 @@ class Session {
   // The shape slot `slot` has under `plan` (known_shape[slot] must be set).
   const int64_t* planned_shape(const RunPlan& plan, int slot) const { return plan.dims.data() + slot_shape_[slot].offset; }
   NamedTensors run_steps(const NamedTensors& inputs, RunProfile* profile, const ValueObserver* observer) const;
+  // Runs a views_input step without its kernel: its output becomes input 0 under the shape
+  // the plan has for it. False (nothing done) when that cannot be made; the kernel runs.
+  bool run_view_step(const Step& step, const RunPlan& plan, std::vector<std::shared_ptr<const Tensor>>& values) const;
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;

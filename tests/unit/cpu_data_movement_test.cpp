@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "cpu_test_util.h"
+#include "ops/infer.h"
 
 namespace octet::testing {
 namespace {
@@ -221,6 +222,50 @@ TEST(CpuDataMovement, SplitAlongEveryAxis) {
   expect_identical(rows, "short rows, one outer dim");
   expect_same_error({"Split", {random_tensor(DType::Float32, {4, 6}, 2), ints({2, 3})}, {Attribute::make_int("axis", 1)}, "", 13, 2},
                     "sizes not summing to the dim");
+}
+
+// One-row Splits and Transposes moving only size-1 axes return views of their input (a
+// decode step's q/k/v parts and head splits). In a session, that input lives in the run's
+// arena: the planner must keep it until the last reader of any view, while the steps
+// between reuse memory. Each view is read only after several other tensors were placed,
+// and the symbolic sequence length makes the same graph copy at 3 tokens, view at 1 (the
+// session itself makes the unit-axis Transpose's view: Session::run_view_step).
+TEST(CpuDataMovement, OneRowSplitAndUnitTransposeViewsSurviveTheArena) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  const Dim seq = Dim::symbol("seq");
+  g->add_input("x", TensorType(DType::Float32, DimVector{1, seq, 24}));
+  g->add_initializer("heads", std::make_shared<Tensor>(ints({1, -1, 2, 4})));
+  g->add_node("Neg", {"x"}, {"p"}, {}, "", "neg");  // the arena tensor the views share
+  g->add_node("Split", {"p"}, {"q", "k", "v"}, {Attribute::make_int("axis", 2)}, "", "split");
+  g->add_node("Reshape", {"q", "heads"}, {"q4"}, {}, "", "q_heads");
+  g->add_node("Transpose", {"q4"}, {"qt"}, {Attribute::make_ints("perm", {0, 2, 1, 3})}, "", "q_split");
+  // Intermediate tensors of the size of p, placed while q, k, v are alive.
+  g->add_node("Neg", {"x"}, {"n1"}, {}, "", "n1");
+  g->add_node("Abs", {"n1"}, {"n2"}, {}, "", "n2");
+  g->add_node("Abs", {"k"}, {"ks"}, {}, "", "ks");
+  g->add_node("Add", {"n2", "x"}, {"n3"}, {}, "", "n3");
+  g->add_node("Mul", {"v", "ks"}, {"vk"}, {}, "", "vk");
+  g->add_node("Neg", {"qt"}, {"qn"}, {}, "", "qn");
+  // A square Transpose keeps its shape yet moves elements: never a view.
+  g->add_input("w", TensorType(DType::Float32, DimVector{3, 3}));
+  g->add_node("Transpose", {"w"}, {"wt"}, {Attribute::make_ints("perm", {1, 0})}, "", "square");
+  g->add_node("Neg", {"wt"}, {"wn"}, {}, "", "wn");
+  for (const char* o : {"qn", "vk", "n3", "wn"}) g->mark_output(g->value(o));
+  infer_graph(*g);
+  for (int64_t s : {1, 3, 1}) {
+    const NamedTensors in = {{"x", random_tensor(DType::Float32, {1, s, 24}, static_cast<uint32_t>(40 + s))},
+                             {"w", random_tensor(DType::Float32, {3, 3}, 7)}};
+    SessionOptions ref_options, opt_options;
+    ref_options.kernels = KernelChoice::Reference;
+    const NamedTensors want = Session(std::shared_ptr<const Graph>(g), ref_options).run(in);
+    Session session(std::shared_ptr<const Graph>(g), opt_options);
+    session.run(in);
+    const NamedTensors got = session.run(in);  // the second run reuses the first one's arena
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      expect_same_bytes(got[i].second, want[i].second, "seq " + std::to_string(s) + " output " + want[i].first);
+  }
 }
 
 TEST(CpuDataMovement, GatherNegativeAndRank2Indices) {

@@ -7,7 +7,7 @@
 //   session   one optimized Session fed each step's present.N.* back as past (the
 //             portable way; the model's Concat copies the cache every step).
 // Reports the prompt step's time (prefill_ms, one run), the median and mean step time (ms), the greedy tokens the steps fed (to compare
-// engines) and, with --profile, where a step's time goes per op. bench/decode_step.py runs this and onnxruntime in turn.
+// engines) and, with --profile, where a step's time goes per op (--profile-nodes: per node). bench/decode_step.py runs this and onnxruntime in turn.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -27,7 +27,7 @@ struct Options {
   std::string model, mode = "in-place";
   int64_t past = 128;
   int threads = 0, iters = 32, warmup = 4;
-  bool profile = false;
+  bool profile = false, profile_nodes = false;
   std::vector<std::string> disabled;  // optimizer passes left out (baselines)
 };
 
@@ -140,6 +140,17 @@ void run_bench(const Options& o) {
   if (o.profile) {
     profile.runs = o.iters;
     r["profile"] = profile_json(profile);
+    if (o.profile_nodes) {
+      // Per node in run order; a node whose outputs the plan folded shows calls 0.
+      nlohmann::json nodes = nlohmann::json::array();
+      for (const RunProfile::Entry& e : profile.steps)
+        nodes.push_back({{"name", e.node->name()},
+                         {"op", (e.node->domain().empty() ? "" : e.node->domain() + ".") + e.node->op_type()},
+                         {"kernel", e.optimized ? "optimized" : "reference"},
+                         {"ms_per_run", e.ms / o.iters},
+                         {"calls", e.calls}});
+      r["profile_nodes"] = nodes;
+    }
   }
   std::cout << r.dump(1) << "\n";
 }
@@ -159,6 +170,7 @@ void add_bench_decode_command(CLI::App& app) {
   cmd->add_option("--warmup", opts->warmup, "Untimed steps first (default 4)");
   cmd->add_option("--threads", opts->threads, "Threads per kernel (default 0: one per core)");
   cmd->add_flag("--profile", opts->profile, "Add the per-op time of the timed steps");
+  cmd->add_flag("--profile-nodes", opts->profile_nodes, "With --profile: add every node's time, in run order");
   cmd->add_option("--disable", opts->disabled, "Leave an optimizer pass out (a baseline), e.g. fuse_grouped_attention");
   cmd->callback([opts] { run_bench(*opts); });
 }

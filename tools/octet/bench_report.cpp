@@ -69,7 +69,7 @@ void add_latency_fields(json& report, const std::vector<double>& samples_ms, int
 
 json profile_json(const RunProfile& profile) {
   struct Total {
-    int nodes = 0;
+    int nodes = 0, ran = 0;
     double ms = 0;
   };
   std::map<std::pair<std::string, bool>, Total> totals;
@@ -78,6 +78,7 @@ json profile_json(const RunProfile& profile) {
     const Node& n = *e.node;
     Total& t = totals[{(n.domain().empty() ? "" : n.domain() + ".") + n.op_type(), e.optimized}];
     ++t.nodes;
+    t.ran += e.calls > 0;
     t.ms += e.ms;
     all += e.ms;
   }
@@ -87,7 +88,7 @@ json profile_json(const RunProfile& profile) {
   const double runs = std::max(1, profile.runs);
   for (const auto& [key, t] : rows)
     out.push_back({{"op", key.first}, {"kernel", key.second ? "optimized" : "reference"}, {"nodes", t.nodes},
-                   {"ms_per_run", t.ms / runs}, {"share", all > 0 ? t.ms / all : 0.0}});
+                   {"ran", t.ran}, {"ms_per_run", t.ms / runs}, {"share", all > 0 ? t.ms / all : 0.0}});
   return out;
 }
 
@@ -102,7 +103,8 @@ json profile_nodes_json(const RunProfile& profile, const std::vector<double>& st
                 {"op", (n.domain().empty() ? "" : n.domain() + ".") + n.op_type()},
                 {"kernel", e.optimized ? "optimized" : "reference"},
                 {"ms_per_run", e.ms / runs},
-                {"min_ms", step_min_ms[i]}};
+                {"min_ms", step_min_ms[i]},
+                {"calls", e.calls}};
     if (const std::optional<Dim> macs = node_macs(n))
       if (const std::optional<int64_t> v = evaluate_macs(*macs, bindings)) row["macs"] = *v;
     out.push_back(row);

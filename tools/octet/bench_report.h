@@ -10,8 +10,9 @@
 //    "fused_ops": {"octet.Gelu": n}, "optimizer": OptimizeReport JSON,
 //    "cpu": {"model", "isa"}, "inputs": [{"name", "dtype", "shape", "source"}],
 //    "outputs_file"?,
-//    "profile"?: [{"op", "kernel": "optimized"|"reference", "nodes", "ms_per_run", "share"}],
-//    "profile_nodes"?: [{"name", "op", "kernel", "ms_per_run", "min_ms", "macs"?}] in run order}
+//    "profile"?: [{"op", "kernel": "optimized"|"reference", "nodes", "ran", "ms_per_run", "share"}],
+//      (ran: the nodes whose kernel ran at all; the others' outputs were folded by the plan)
+//    "profile_nodes"?: [{"name", "op", "kernel", "ms_per_run", "min_ms", "calls", "macs"?}] in run order}
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -39,6 +39,18 @@ bool prepare_gather(const Node& node, std::unique_ptr<KernelState>&) {
            indices->type.dtype != DType::Int32);
 }
 
+// True when the axes of more than one element keep their order under `perm`: every element
+// stays where it is, and the Transpose is a reshape.
+bool moves_only_unit_axes(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (shape[p] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 void transpose_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const size_t es = element_bytes(x.dtype());
@@ -49,6 +61,14 @@ void transpose_kernel(KernelContext& ctx) {
   for (size_t i = 0; i < perm.size(); ++i) {
     view.shape[i] = x.shape()[perm[i]];
     view.strides[i] = in_strides[perm[i]];
+  }
+  // Moving only size-1 axes (a decode step's [1, 1, heads, 64] -> [1, heads, 1, 64] head
+  // split): the bytes are already in order, so the output is a view (registered
+  // may_alias_inputs). transpose_to_reshape does this in the graph where the dims are
+  // static; with a symbolic sequence length only the run knows.
+  if (moves_only_unit_axes(x.shape(), perm)) {
+    ctx.set_output(0, ref_shape::reshaped(x, view.shape));
+    return;
   }
   Tensor& out = ctx.allocate_output_uninitialized(0, x.dtype(), view.shape);
   copy_strided(ctx, out.mutable_raw(), x.raw(), es, view);
@@ -140,6 +160,21 @@ void split_kernel(KernelContext& ctx) {
   const int64_t outer = product(x.shape(), 0, axis);
   const int64_t inner_bytes = product(x.shape(), axis + 1, x.rank()) * static_cast<int64_t>(es);
   const int64_t in_row = x.shape()[axis] * inner_bytes;
+  if (outer == 1) {
+    // One row (a decode step's merged q/k/v or gate/up product split on its last axis):
+    // each part is a contiguous run of the input, returned as a view (registered
+    // may_alias_inputs, so the planner keeps the input's memory as long as the parts).
+    int64_t offset = 0;
+    for (size_t p = 0; p < sizes.size(); ++p) {
+      std::vector<int64_t> shape = x.shape();
+      shape[axis] = sizes[p];
+      const size_t bytes = static_cast<size_t>(sizes[p] * inner_bytes);
+      if (ctx.output_wanted(p))
+        ctx.set_output(p, Tensor(x.dtype(), std::move(shape), Buffer::borrow(x.raw() + offset, bytes, x.buffer())));
+      offset += static_cast<int64_t>(bytes);
+    }
+    return;
+  }
   std::vector<uint8_t*> dst(sizes.size());
   for (size_t p = 0; p < sizes.size(); ++p) {
     std::vector<int64_t> shape = x.shape();
@@ -209,10 +244,11 @@ void gather_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_cpu_data_movement(KernelRegistry& r) {
-  r.add("", "Transpose", KernelDef{transpose_kernel, prepare_first_input});
+  // Transpose and Split may return views of their input (see the kernels).
+  r.add("", "Transpose", KernelDef{transpose_kernel, prepare_first_input, true});
   r.add("", "Slice", KernelDef{slice_kernel, prepare_first_input});
   r.add("", "Concat", KernelDef{concat_kernel, prepare_all_inputs});
-  r.add("", "Split", KernelDef{split_kernel, prepare_first_input});
+  r.add("", "Split", KernelDef{split_kernel, prepare_first_input, true});
   r.add("", "Gather", KernelDef{gather_kernel, prepare_gather});
 }
 

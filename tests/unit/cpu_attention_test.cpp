@@ -5,6 +5,8 @@
 // whose keys are all masked, the seq-first layout, and several thread counts.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -21,12 +23,12 @@ struct Case {
   std::vector<int64_t> mask_shape = {};  // empty: no mask
   bool masked_rows = false;              // some mask rows hide every key (finfo.min)
   std::string describe() const {
-    std::string m;
-    for (int64_t d : mask_shape) m += std::to_string(d) + ",";
-    return "B" + std::to_string(batch) + " Sq" + std::to_string(q_len) + " Sk" + std::to_string(kv_len) + " H" +
-           std::to_string(heads) + " Dk" + std::to_string(head_k) + " Dv" + std::to_string(head_v) +
-           (causal ? " causal" : "") + (seq_first ? " seq_first" : "") + " mask[" + m + "]" +
-           (masked_rows ? " masked rows" : "");
+    std::ostringstream o;  // a stream: GCC 12 warns (-Wrestrict, falsely) on long string + chains
+    o << "B" << batch << " Sq" << q_len << " Sk" << kv_len << " H" << heads << " Dk" << head_k << " Dv" << head_v
+      << (causal ? " causal" : "") << (seq_first ? " seq_first" : "") << " mask[";
+    for (int64_t d : mask_shape) o << d << ",";
+    o << "]" << (masked_rows ? " masked rows" : "");
+    return o.str();
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "cpu_test_util.h"
 
@@ -26,10 +27,11 @@ struct Case {
 };
 
 std::string describe(const Case& c) {
-  return "B" + std::to_string(c.batch) + " H" + std::to_string(c.heads) + " G" + std::to_string(c.groups) + " S" +
-         std::to_string(c.q_len) + " past" + std::to_string(c.past) + " Dk" + std::to_string(c.head_k) + " Dv" +
-         std::to_string(c.head_v) + " mask" + std::to_string(c.mask_shape.size()) + " keep" +
-         std::to_string(c.keep_shape.size()) + " threads" + std::to_string(c.threads);
+  std::ostringstream o;  // a stream: GCC 12 warns (-Wrestrict, falsely) on long string + chains
+  o << "B" << c.batch << " H" << c.heads << " G" << c.groups << " S" << c.q_len << " past" << c.past << " Dk"
+    << c.head_k << " Dv" << c.head_v << " mask" << c.mask_shape.size() << " keep" << c.keep_shape.size()
+    << " threads" << c.threads;
+  return o.str();
 }
 
 Tensor keep_pattern(const std::vector<int64_t>& shape) {

@@ -15,12 +15,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "cpu_test_util.h"
 #include "isa_child_runs.h"
 #include "kernels/cpu/matmul_nbits.h"
+#include "kernels/cpu/simd/nbits_packed.h"
 #include "quant/block_quant.h"
 
 namespace octet {
@@ -163,7 +165,7 @@ std::vector<float> group_amax(const Tensor& a, int64_t K) {
 }
 
 // A with every group rounded as the integer activations are: symmetric, scale max|a| /
-// qmax (127 or 32767), codes to nearest even, back to float.
+// qmax (127 or kNbitsSplitQmax), codes to nearest even, back to float.
 void round_like_integer_activations(Tensor& a, int64_t K, float qmax) {
   const std::vector<float> amax = group_amax(a, K);
   const int64_t groups = (K + 31) / 32;
@@ -195,9 +197,12 @@ std::vector<double> rounding_bound(const quant::BlockQuantized& q, const Tensor&
 // itself within the rounding's bound; elsewhere (no VNNI) the float path's result stands.
 // `force_int8`: ask for int8 activations; else the default (or the environment's choice).
 // Returns how many levels ran an integer path; counts the int16 ones in `int16_levels`.
-int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true, int* int16_levels = nullptr) {
+// `tweak` may change the quantized weights before they are written out (zero points).
+int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true, int* int16_levels = nullptr,
+               const std::function<void(quant::BlockQuantized&)>& tweak = nullptr) {
   const Tensor w = weights(c.K, c.N, seed, c.block);
-  const quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
+  quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
+  if (tweak) tweak(q);
   const quant::NbitsTensors t = quant::to_matmul_nbits(q);
   const Tensor bias = testing::random_f32({c.N}, seed + 7);
   auto g = nbits_graph(c, t, c.bias ? &bias : nullptr);
@@ -228,7 +233,7 @@ int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true, in
     ++integer_levels;
     const bool int16 = path == cpu::NbitsDecodePath::Int16;
     if (int16 && int16_levels) ++*int16_levels;
-    const float qmax = int16 ? 32767.0f : 127.0f;
+    const float qmax = int16 ? static_cast<float>(cpu::kNbitsSplitQmax) : 127.0f;
     const std::string what = c.label() + (int16 ? " int16" : " int8") + " activations at " + isa_name(level);
     // The run sums are exact integers: what differs is float summation order over K, an
     // error that grows with sum |w| |a| (the outliers), not with the result.
@@ -312,6 +317,31 @@ TEST(CpuMatMulNBits, Int8ActivationsEdgeShapes) {
 TEST(CpuMatMulNBits, DefaultActivationsEdgeShapes) {
   expect_environment_choice();
   int8_edge_shapes(false);
+}
+
+// The packed layout leaves the zero points out where they are all equal (nbits_packed.h:
+// "uniform"): the default 2^(bits-1) given explicitly, another value everywhere, and one
+// block off that value (back to the per-column zero points), through both integer paths.
+TEST(CpuMatMulNBits, UniformZeroPoints) {
+  const auto explicit_default = [](quant::BlockQuantized& q) { q.symmetric = false; };
+  const auto all_three = [](quant::BlockQuantized& q) {
+    q.symmetric = false;
+    std::fill(q.zeros.begin(), q.zeros.end(), uint8_t{3});
+  };
+  const auto one_differs = [&](quant::BlockQuantized& q) {
+    all_three(q);
+    q.zeros.back() = 2;
+  };
+  for (bool force_int8 : {true, false})
+    for (int bits : {4, 8})
+      for (int64_t m : {1, 2, 3, 4}) {
+        const NbitsCase c{bits, 71, 33, 64, true, {m, 71}, m % 2 == 0, 1};
+        const uint32_t seed = static_cast<uint32_t>(bits + m);
+        check_int8(c, seed, force_int8, nullptr, explicit_default);
+        check_int8(c, seed, force_int8, nullptr, all_three);
+        check_int8(c, seed, force_int8, nullptr, one_differs);
+        check_int8({bits, 200, 17, 32, true, {m, 200}, false, 1}, seed, force_int8, nullptr, all_three);
+      }
 }
 
 TEST(CpuMatMulNBits, ActivationsAutoByDefault) {

@@ -5,7 +5,8 @@
 //   - decode (A has at most kNbitsMaxRows rows): memory-bound, each weight byte read once.
 //     Where AVX512-VNNI is present (and matmul_nbits.h's mode allows), integer dot products
 //     on weights repacked into 16-column panels at session creation (simd/nbits_packed.h):
-//     int8 A for 4-bit weights, int16 A for 8-bit ones, quantized per 32 elements per call.
+//     int8 A for 4-bit weights, 16-bit A (two bytes, "split") for 8-bit ones, quantized per
+//     32 elements per call.
 //     Else the float GEMV on the file's layout: weights dequantized in registers, zero point
 //     included, the block scale once per block (simd/nbits_gemv_*.cpp).
 //   - prefill (more rows): compute-bound. Each thread dequantizes a panel of columns
@@ -215,20 +216,23 @@ void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, i
 
 // Decode with integer activations (matmul_nbits.h): A quantized per run of 32 elements
 // (O(rows * K), against the GEMV's O(rows * K * N)), then the packed GEMV, panels over the
-// threads through share_work (work_sharing.h: no fork/join to wait on). qmax 127 (int8 codes) or 32767 (int16); 8-bit weights read int16 codes either way.
+// threads through share_work (work_sharing.h: no fork/join to wait on). qmax 127 (int8 codes)
+// or kNbitsSplitQmax (16-bit ones); 8-bit weights read split codes either way.
 void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, const float* a, int64_t rows, float* y) {
   const NbitsPackedKernels& kernels = packed_kernels();
   const NbitsPacked& w = *s.packed;
-  const int64_t kp = s.k_blocks * s.block;
+  const int64_t kp = s.k_blocks * s.block, runs = kp / 32;
   NbitsQuantizeArgs q;
   q.a = a, q.rows = rows, q.K = s.K, q.lda = s.K, q.k_blocks = s.k_blocks, q.block = s.block;
-  q.qmax = qmax, q.int16 = s.bits == 8;
-  q.aq = thread_scratch(Scratch::NbitsA, static_cast<size_t>(rows * kp) * (q.int16 ? 2 : 1));
-  q.a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, rows * (kp / 32));
-  q.a_zero = thread_scratch_as<int32_t>(Scratch::NbitsAZero, rows * (kp / 32));
+  q.qmax = qmax, q.split = s.bits == 8;
+  q.aq = thread_scratch_as<int8_t>(Scratch::NbitsA, rows * kp * (q.split ? 2 : 1));
+  q.a_scales = thread_scratch_as<float>(Scratch::NbitsAScales, rows * runs);
+  q.a_zero = thread_scratch_as<int32_t>(Scratch::NbitsAZero, 2 * rows * runs);
+  q.a_sum = q.a_zero + rows * runs;
   kernels.quantize(q);
   NbitsPackedArgs g;
-  g.w = &w, g.rows = rows, g.a = q.aq, g.a_scales = q.a_scales, g.a_zero = q.a_zero, g.y = y, g.ldy = s.N;
+  g.w = &w, g.rows = rows, g.a = q.aq, g.a_scales = q.a_scales, g.a_sum = q.a_sum, g.a_zero = q.a_zero;
+  g.y = y, g.ldy = s.N;
   auto panels = [&](int64_t begin, int64_t end) {
     kernels.gemv(g, begin, end);
     const int64_t n0 = begin * kNbitsPanel, n1 = std::min(s.N, end * kNbitsPanel);
@@ -236,7 +240,7 @@ void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, co
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
   };
-  const int64_t panel_bytes = kp * kNbitsPanel * s.bits / 8;
+  const int64_t panel_bytes = s.k_blocks * w.block_bytes;
   share_work(share_threads(ctx, w.panels * panel_bytes), w.panels, (kShareBytes + panel_bytes - 1) / panel_bytes,
              panels);
 }
@@ -246,7 +250,7 @@ void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int
   const NbitsTable& table = nbits_table(active_isa());
   const NbitsDecodePath path = nbits_decode_path(s.bits);
   if (path != NbitsDecodePath::Float && s.packed)
-    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? 32767 : 127, a, rows, y);
+    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? kNbitsSplitQmax : 127, a, rows, y);
   const int64_t kp = s.k_blocks * s.block;
   float* arranged = thread_scratch_as<float>(Scratch::NbitsA, rows * kp);
   for (int64_t r = 0; r < rows; ++r) {

@@ -2,12 +2,14 @@
 //   4-bit weights x int8 A: VPDPBUSD, the codes (0..15, unsigned) against signed int8 A.
 //     One 64-byte load is 16 columns x 8 values of k: its low nibbles meet A[k..k+3] and its
 //     high nibbles A[k+4..k+7], each a 4-byte broadcast from memory.
-//   8-bit weights x int16 A: VPDPWSSD, the codes zero-extended to 16 bits (0..255) by a
-//     mask and a shift of one 64-byte load (16 columns x 4 values of k) against int16 A: 16-bit activations keep the float path's accuracy (int8 ones cost +0.26%
-//     perplexity on SmolLM2's int8 decode, matmul_nbits.h) at integer speed.
-// Per run of 32 values of k the zero point comes off in integers (one VPDPWSSD, see
-// nbits_packed.h), then the int32 lanes become floats and meet the block scale times the
-// run's activation scale.
+//   8-bit weights x split A: VPDPBUSD twice per 64-byte load (16 columns x 4 values of k),
+//     the codes as they are (0..255, unsigned) against A's low bytes and against its high
+//     bytes; the high sums are shifted by 8 once per run. 16-bit activations keep the float
+//     path's accuracy (int8 ones cost +0.26% perplexity on SmolLM2's int8 decode,
+//     matmul_nbits.h) with no widening of the codes: the int16 form (VPDPWSSD) needed a mask
+//     and a shift per load and 2 more instructions per 64 bytes.
+// Per run of 32 values of k the zero point comes off in integers (nbits_packed.h), then the
+// int32 lanes become floats and meet the block scale times the run's activation scale.
 // Several independent int32 accumulators per run keep the dot-product chains short; runs
 // are independent of each other, so out-of-order execution overlaps them.
 #pragma GCC target("avx512vnni")
@@ -44,6 +46,7 @@ void quantize(const NbitsQuantizeArgs& q) {
   const int64_t kp = q.k_blocks * q.block, runs = kp / 32, per_block = q.block / 32;
   const __m512i hi = _mm512_set1_epi32(q.qmax), lo = _mm512_set1_epi32(-q.qmax);
   const __m512 sign = _mm512_set1_ps(-0.0f);
+  const int64_t row_bytes = q.split ? 2 * kp : kp;
   for (int64_t r = 0; r < q.rows; ++r) {
     const float* a = q.a + r * q.lda;
     for (int64_t b = 0; b < q.k_blocks; ++b) {
@@ -57,19 +60,22 @@ void quantize(const NbitsQuantizeArgs& q) {
         const __m512i c0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x0, _mm512_set1_ps(inv))), lo), hi);
         const __m512i c1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x1, _mm512_set1_ps(inv))), lo), hi);
         const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
-        if (!q.int16) {
-          int8_t* dst = static_cast<int8_t*>(q.aq) + r * kp + k;
+        if (!q.split) {
+          int8_t* dst = q.aq + r * row_bytes + k;
           _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(c0));
           _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm512_cvtepi32_epi8(c1));
         } else {
-          // (a0, a2, a1, a3) per 4 values: the order the 8-bit kernel's masked / shifted words meet.
-          const __m512i order = _mm512_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
-          int16_t* dst = static_cast<int16_t*>(q.aq) + r * kp + k;
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(_mm512_permutexvar_epi32(order, c0)));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16),
-                              _mm512_cvtepi32_epi16(_mm512_permutexvar_epi32(order, c1)));
+          // aq = 256 h + l: l the sign-extended low byte, h the exact rest.
+          int8_t* dst = q.aq + r * row_bytes + 2 * k;
+          const __m512i l0 = _mm512_srai_epi32(_mm512_slli_epi32(c0, 24), 24);
+          const __m512i l1 = _mm512_srai_epi32(_mm512_slli_epi32(c1, 24), 24);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(l0));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm512_cvtepi32_epi8(l1));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm512_cvtepi32_epi8(_mm512_srai_epi32(_mm512_sub_epi32(c0, l0), 8)));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm512_cvtepi32_epi8(_mm512_srai_epi32(_mm512_sub_epi32(c1, l1), 8)));
         }
         q.a_scales[r * runs + u] = amax / static_cast<float>(q.qmax);
+        q.a_sum[r * runs + u] = -sum;
         const int32_t l = -sum & 127, h = (-sum - l) / 128;  // -sum = l + 128 h
         q.a_zero[r * runs + u] = static_cast<int32_t>(static_cast<uint32_t>(l) | static_cast<uint32_t>(h) << 16);
       }
@@ -80,7 +86,7 @@ void quantize(const NbitsQuantizeArgs& q) {
 // One run of 32 values of k for 16 columns and R rows: the int32 dot products.
 // dot[r] comes in holding the run's zero-point term and leaves with the run's sums added.
 template <int R>
-inline void run_int4(const uint8_t* q, const int8_t* a, int64_t kp, __m512i (&dot)[R]) {
+inline void run_int4(const uint8_t* q, const int8_t* a, int64_t a_row, __m512i (&dot)[R]) {
   const __m512i low = _mm512_set1_epi8(0x0f);
   __m512i d[2][R];
   for (int r = 0; r < R; ++r) d[0][r] = dot[r], d[1][r] = _mm512_setzero_si512();
@@ -89,53 +95,59 @@ inline void run_int4(const uint8_t* q, const int8_t* a, int64_t kp, __m512i (&do
     const __m512i w = _mm512_load_si512(q + 64 * g);
     const __m512i wl = _mm512_and_si512(w, low), wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
     for (int r = 0; r < R; ++r) {
-      d[0][r] = _mm512_dpbusd_epi32(d[0][r], wl, broadcast4(a + r * kp + 8 * g));
-      d[1][r] = _mm512_dpbusd_epi32(d[1][r], wh, broadcast4(a + r * kp + 8 * g + 4));
+      d[0][r] = _mm512_dpbusd_epi32(d[0][r], wl, broadcast4(a + r * a_row + 8 * g));
+      d[1][r] = _mm512_dpbusd_epi32(d[1][r], wh, broadcast4(a + r * a_row + 8 * g + 4));
     }
   }
   for (int r = 0; r < R; ++r) dot[r] = _mm512_add_epi32(d[0][r], d[1][r]);
 }
 
+// a: the run's split A, l[32] then h[32]; |sum of h products| <= 32 * 255 * 127, so the
+// shifted h sums stay far inside int32.
 template <int R>
-inline void run_int8(const uint8_t* q, const int16_t* a, int64_t kp, __m512i (&dot)[R]) {
-  const __m512i low = _mm512_set1_epi16(0x00ff);
-  __m512i d[4][R];
-  for (int r = 0; r < R; ++r) d[0][r] = dot[r], d[1][r] = d[2][r] = d[3][r] = _mm512_setzero_si512();
+inline void run_int8(const uint8_t* q, const int8_t* a, int64_t a_row, __m512i (&dot)[R]) {
+  __m512i dl[2][R], dh[2][R];
+  for (int r = 0; r < R; ++r) dl[0][r] = dot[r], dl[1][r] = dh[0][r] = dh[1][r] = _mm512_setzero_si512();
 #pragma GCC unroll 8
   for (int g = 0; g < 8; ++g) {  // 4 values of k per column and load
     const __m512i w = _mm512_load_si512(q + 64 * g);
-    const __m512i even = _mm512_and_si512(w, low), odd = _mm512_srli_epi16(w, 8);  // codes (k0, k2), (k1, k3)
     for (int r = 0; r < R; ++r) {
-      d[2 * (g & 1)][r] = _mm512_dpwssd_epi32(d[2 * (g & 1)][r], even, broadcast4(a + r * kp + 4 * g));
-      d[2 * (g & 1) + 1][r] = _mm512_dpwssd_epi32(d[2 * (g & 1) + 1][r], odd, broadcast4(a + r * kp + 4 * g + 2));
+      dl[g & 1][r] = _mm512_dpbusd_epi32(dl[g & 1][r], w, broadcast4(a + r * a_row + 4 * g));
+      dh[g & 1][r] = _mm512_dpbusd_epi32(dh[g & 1][r], w, broadcast4(a + r * a_row + 32 + 4 * g));
     }
   }
-  for (int r = 0; r < R; ++r) dot[r] = _mm512_add_epi32(_mm512_add_epi32(d[0][r], d[1][r]), _mm512_add_epi32(d[2][r], d[3][r]));
+  for (int r = 0; r < R; ++r)
+    dot[r] = _mm512_add_epi32(_mm512_add_epi32(dl[0][r], dl[1][r]),
+                              _mm512_slli_epi32(_mm512_add_epi32(dh[0][r], dh[1][r]), 8));
 }
 
-template <int R, int Bits>
+// Uniform: every zero point is w.zero (nbits_packed.h), none in the stream.
+template <int R, int Bits, bool Uniform>
 void gemv(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
   const NbitsPacked& w = *g.w;
   const int64_t kp = w.k_blocks * w.block, runs = kp / 32, per_block = w.block / 32;
-  const int64_t run_bytes = 32 * kNbitsPanel * Bits / 8;  // one run of one panel
+  constexpr int64_t run_bytes = 32 * kNbitsPanel * Bits / 8;  // one run of one panel
+  constexpr int64_t a_run = Bits == 4 ? 32 : 64;               // one run of one row of A
+  const int64_t a_row = runs * a_run, block_bytes = w.block_bytes;
   for (int64_t p = p0; p < p1; ++p) {
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    const uint8_t* q = w.b.raw() + p * runs * run_bytes;
-    const float* sp = w.scales.data<float>() + p * w.k_blocks * kNbitsPanel;
-    const int32_t* zp = w.zeros.data<int32_t>() + p * w.k_blocks * kNbitsPanel;
-    for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const __m512 s = _mm512_load_ps(sp + b * kNbitsPanel);
-      const __m512i z = _mm512_load_si512(zp + b * kNbitsPanel);
-      for (int64_t v = 0; v < per_block; ++v, q += run_bytes) {
+    const uint8_t* q = w.stream.raw() + p * w.k_blocks * block_bytes;
+    for (int64_t b = 0; b < w.k_blocks; ++b, q += block_bytes) {
+      for (int64_t l = 0; l < block_bytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes + l), _MM_HINT_T0);
+      const __m512 s = _mm512_load_ps(q + w.codes_bytes);
+      __m512i z;
+      if constexpr (!Uniform) z = _mm512_load_si512(q + w.codes_bytes + 64);
+      for (int64_t v = 0; v < per_block; ++v) {
         const int64_t u = b * per_block + v;
-        for (int64_t l = 0; l < run_bytes; l += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes + l), _MM_HINT_T0);
         __m512i dot[R];
-        for (int r = 0; r < R; ++r)
-          dot[r] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), z, _mm512_set1_epi32(g.a_zero[r * runs + u]));
-        if constexpr (Bits == 4) run_int4<R>(q, static_cast<const int8_t*>(g.a) + u * 32, kp, dot);
-        else run_int8<R>(q, static_cast<const int16_t*>(g.a) + u * 32, kp, dot);
+        for (int r = 0; r < R; ++r) {
+          if constexpr (Uniform) dot[r] = _mm512_set1_epi32(w.zero * g.a_sum[r * runs + u]);
+          else dot[r] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), z, _mm512_set1_epi32(g.a_zero[r * runs + u]));
+        }
+        if constexpr (Bits == 4) run_int4<R>(q + v * run_bytes, g.a + u * a_run, a_row, dot);
+        else run_int8<R>(q + v * run_bytes, g.a + u * a_run, a_row, dot);
         for (int r = 0; r < R; ++r)
           acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r]), _mm512_mul_ps(s, _mm512_set1_ps(g.a_scales[r * runs + u])),
                                    acc[r]);
@@ -146,24 +158,24 @@ void gemv(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
   }
 }
 
-template <int Bits>
+template <int Bits, bool Uniform>
 void gemv_rows(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
   static_assert(kNbitsMaxRows == 4, "one case per row count");
   switch (g.rows) {
-    case 1: return gemv<1, Bits>(g, p0, p1);
-    case 2: return gemv<2, Bits>(g, p0, p1);
-    case 3: return gemv<3, Bits>(g, p0, p1);
-    default: return gemv<4, Bits>(g, p0, p1);
+    case 1: return gemv<1, Bits, Uniform>(g, p0, p1);
+    case 2: return gemv<2, Bits, Uniform>(g, p0, p1);
+    case 3: return gemv<3, Bits, Uniform>(g, p0, p1);
+    default: return gemv<4, Bits, Uniform>(g, p0, p1);
   }
 }
 
 void gemv_any(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
-  if (g.w->bits == 4) return gemv_rows<4>(g, p0, p1);
-  gemv_rows<8>(g, p0, p1);
+  const bool uniform = g.w->uniform_zero;
+  if (g.w->bits == 4) return uniform ? gemv_rows<4, true>(g, p0, p1) : gemv_rows<4, false>(g, p0, p1);
+  uniform ? gemv_rows<8, true>(g, p0, p1) : gemv_rows<8, false>(g, p0, p1);
 }
 
 }  // namespace
-
 NbitsPackedKernels nbits_packed_kernels_vnni() {
   if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl"))
     return {};

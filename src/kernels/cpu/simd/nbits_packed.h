@@ -4,31 +4,44 @@
 // Why repack: in the file's layout ([N, k_blocks, blob], one column after another) an
 // integer dot product sums one column's products into one lane group and ends in a
 // horizontal reduction per column. Here 16 columns ("a panel") sit side by side in 4-byte
-// groups, so one 64-byte load feeds one VPDPBUSD / VPDPWSSD whose 16 int32 lanes are the
-// 16 columns, and the activation operand is one broadcast 4-byte group of A. Loads are
-// whole aligned cache lines, read front to back (one stream per thread); no shuffles.
+// groups, so one 64-byte load feeds one VPDPBUSD whose 16 int32 lanes are the 16 columns,
+// and the activation operand is one broadcast 4-byte group of A. No shuffles.
 //
-//   bits = 4 (int8 activations, VPDPBUSD):   b[panel][k_block][g = block/8][16 columns][4 bytes]
+// One stream: a panel's blocks follow each other, and each block carries its own scales
+// (and zero points, where they differ between columns or blocks) right after its codes, so
+// the kernel reads every byte of a panel front to back, in whole aligned cache lines. (Three
+// separate streams -- codes, scales, zero points -- cost the int8 GEMV a quarter more bytes
+// and two more prefetch streams.)
+//   stream[panel][k_block] = codes, then scales float[16], then (unless uniform) zeros int32[16]
+//   codes, bits = 4 (int8 A):   [g = block/8][16 columns][4 bytes]
 //     byte j of column c in group g: low nibble the code of k = 8g + j, high nibble k = 8g + 4 + j
-//     (k counted inside the block). 8 * block bytes per panel and block.
-//   bits = 8 (int16 activations, VPDPWSSD):  b[panel][k_block][g = block/4][16 columns][4 bytes]
-//     the codes of k = 4g .. 4g + 3 in order; as two 16-bit words (k0 | k1 << 8, k2 | k3 << 8)
-//     a mask gives the words (k0, k2) and a shift (k1, k3): zero-extended without shuffles.
-//     A's int16 codes are stored to match: per 4 values of k, (a0, a2, a1, a3).
-//   scales: float [panel][k_block][16], the block's scale.
-//   zeros:  int32 [panel][k_block][16], the zero point z as the int16 pair (z, 128 z).
+//     (k counted inside the block). 8 * block bytes.
+//   codes, bits = 8 (split A):  [g = block/4][16 columns][4 bytes], the codes of k = 4g .. 4g + 3
+//     in order (unsigned, 0..255): VPDPBUSD's unsigned operand as they are. 16 * block bytes.
+//   scales: the block's scale per column.
+//   zeros:  the zero point z as the int16 pair (z, 128 z), per column.
+// Uniform zero point: where every zero point of the weight is the same z (a symmetric
+// quantization: z = 2^(bits-1), what octet's and most exporters' int4/int8 weights have),
+// the zeros are left out of the stream and the zero term comes from A alone (below).
 // Columns past N (the last panel's padding) have codes 0 and scale 0: they add 0 and are
 // never stored.
 //
 // A per row, quantized symmetrically per run of 32 elements (k / 32; block is a multiple
 // of 32, so a block holds whole runs), zero past K:
 //   a[r, k] ~ a_scale[r, k / 32] * aq[r, k],  a_scale = max|a| / qmax, codes rounded to
-//   nearest even; qmax = 127 (int8 codes, for 4-bit weights) or 32767 (int16, 8-bit weights;
-//   stored in the (a0, a2, a1, a3) order above).
-//   a_zero[r, u] = the int16 pair (l, h) with l + 128 h = -(sum of aq over run u), 0 <= l < 128.
-// Then per run the zero point comes off in integers, exactly: one VPDPWSSD of the zeros'
-// pairs with a_zero's adds z l + 128 z h = -z * sum(aq) to the run's lanes (128 z <= 32640 and
-// |h| <= 8192 fit int16; a lane stays under 2^30). Exact matters: the float alternative,
+//   nearest even; qmax = 127 (int8 codes, for 4-bit weights) or kNbitsSplitQmax (8-bit
+//   weights).
+//   4-bit weights: aq as int8, 32 bytes per run.
+//   8-bit weights ("split" A): aq = 256 h + l with l, h signed bytes (l in [-128, 127],
+//     h in [-127, 127] as |aq| <= 32639), stored per run as l[32] then h[32]. Two VPDPBUSD of
+//     one load of codes (against l and against h) give the int16-precision product without
+//     widening the codes; the h sums are shifted by 8 once per run.
+//   a_sum[r, u] = -(sum of aq over run u), an int32.
+//   a_zero[r, u] = the int16 pair (l, h) with l + 128 h = a_sum[r, u], 0 <= l < 128.
+// Then per run the zero point comes off in integers, exactly: with a uniform z the run's
+// lanes start at z * a_sum; else one VPDPWSSD of the zeros' pairs with a_zero's adds
+// z l + 128 z h = z * a_sum (128 z <= 32640 and |h| <= 8192 fit int16; a lane stays under
+// 2^30). Exact matters: the float alternative,
 // scale * a_scale * dot - zero * scale * sum(A), cancels two large terms, and with the
 // outliers real activations have (x100-x1000) it moved SmolLM2 int8's decode-path perplexity
 // by 0.4%. So, with dot = sum over the run of q * aq (at most 32 products of |255 * 32767|):
@@ -43,13 +56,18 @@
 namespace octet::cpu {
 
 constexpr int64_t kNbitsPanel = 16;  // columns per panel: one zmm of int32 lanes
+// The largest code of split A (8-bit weights): 32639 = 127 * 256 + 127 keeps h a signed
+// byte (32767 would need h = 128); its step is 0.4% coarser than int16's.
+constexpr int kNbitsSplitQmax = 32639;
 
 struct NbitsPacked {
   int bits = 4;
   int64_t N = 0, k_blocks = 0, block = 0, panels = 0;
-  Tensor b;            // uint8, 64-byte aligned, panels * k_blocks * block * 16 * bits / 8 bytes
-  Tensor scales;       // float [panels, k_blocks, 16]
-  Tensor zeros;        // int32 [panels, k_blocks, 16]: (z, 128 z) as int16 pairs
+  bool uniform_zero = false;  // every zero point is `zero`: none in the stream
+  int32_t zero = 0;
+  int64_t codes_bytes = 0;    // one panel's codes of one block: block * 16 * bits / 8
+  int64_t block_bytes = 0;    // one panel's block in the stream: codes, scales, zeros
+  Tensor stream;              // uint8, 64-byte aligned, panels * k_blocks * block_bytes
 };
 
 // From the file's layout (nbits_table.h): b [N, k_blocks, block * bits / 8], scales [N,
@@ -60,21 +78,24 @@ NbitsPacked pack_nbits(int bits, int64_t N, int64_t k_blocks, int64_t block, con
 struct NbitsPackedArgs {
   const NbitsPacked* w = nullptr;
   int64_t rows = 1;                 // 1..kNbitsMaxRows
-  const void* a = nullptr;          // int8 codes (bits 4) or int16 ones (bits 8) [rows, k_blocks * block]
+  const int8_t* a = nullptr;        // int8 codes [rows, k_blocks * block] (bits 4) or split ones [rows, 2 k_blocks * block] (bits 8)
   const float* a_scales = nullptr;  // [rows, k_blocks * block / 32]
+  const int32_t* a_sum = nullptr;   // [rows, k_blocks * block / 32]: -sum(aq)
   const int32_t* a_zero = nullptr;  // [rows, k_blocks * block / 32], int16 pairs
   float* y = nullptr;               // y[r * ldy + n]
   int64_t ldy = 0;
 };
 
-// A's rows (length K, row stride lda) quantized as above into aq [rows, k_blocks * block].
+// A's rows (length K, row stride lda) quantized as above into aq [rows, k_blocks * block]
+// (split: [rows, 2 k_blocks * block]).
 struct NbitsQuantizeArgs {
   const float* a = nullptr;
   int64_t rows = 1, K = 0, lda = 0, k_blocks = 0, block = 0;
-  int qmax = 127;
-  bool int16 = false;  // codes stored as int16, (a0, a2, a1, a3) (the 8-bit weights' kernel reads those, whatever qmax)
-  void* aq = nullptr;
+  int qmax = 127;      // at most kNbitsSplitQmax; 127 where split (the int8 activations of Int8 mode)
+  bool split = false;  // codes stored split, l[32] h[32] per run (the 8-bit weights' kernel reads those, whatever qmax)
+  int8_t* aq = nullptr;
   float* a_scales = nullptr;
+  int32_t* a_sum = nullptr;
   int32_t* a_zero = nullptr;
 };
 

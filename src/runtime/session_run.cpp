@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "core/sizes.h"
+#include "ops/transpose_layout.h"
 #include "runtime/session.h"
 
 namespace octet {
@@ -55,20 +56,12 @@ namespace {
 // True when the Transpose `node` takes `in` to `out` (rank dims) by moving only size-1
 // axes, so its output is its input's bytes under the new shape. False for anything else,
 // a malformed perm included (the kernel then runs, and reports it).
-bool moves_only_unit_axes(const Node& node, const std::vector<int64_t>& in, const int64_t* out, size_t rank) {
-  if (in.size() != rank || rank > 64) return false;
-  const Attribute* a = node.find_attr("perm");
-  int64_t last = -1;
-  uint64_t seen = 0;
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t p = a ? (i < a->ints.size() ? a->ints[i] : -1) : static_cast<int64_t>(rank - 1 - i);
-    if (p < 0 || p >= static_cast<int64_t>(rank) || (seen >> p & 1) || in[p] != out[i]) return false;
-    seen |= uint64_t{1} << p;
-    if (in[p] == 1) continue;
-    if (p < last) return false;  // two axes of more than one element swap
-    last = p;
-  }
-  return !a || (a->kind == Attribute::Kind::Ints && a->ints.size() == rank);
+bool transpose_is_view(const Node& node, const std::vector<int64_t>& in, const int64_t* out, size_t rank) {
+  const auto perm = transpose_permutation(node, static_cast<int64_t>(rank));
+  if (!perm || in.size() != rank) return false;
+  for (size_t i = 0; i < rank; ++i)
+    if (in[static_cast<size_t>((*perm)[i])] != out[i]) return false;
+  return moves_only_unit_axes(in, *perm);
 }
 
 }  // namespace
@@ -84,7 +77,7 @@ bool Session::run_view_step(const Step& step, const RunPlan& plan,
   const int64_t* dims = planned_shape(plan, out);
   const size_t rank = slot_shape_[out].size;
   // (Before the same-shape case: a [3, 3] Transpose keeps its shape but moves elements.)
-  if (step.node->op_type() == "Transpose" && !moves_only_unit_axes(*step.node, x->shape(), dims, rank)) return false;
+  if (step.node->op_type() == "Transpose" && !transpose_is_view(*step.node, x->shape(), dims, rank)) return false;
   if (x->shape().size() == rank && std::equal(dims, dims + rank, x->shape().begin())) {
     values[out] = x;  // the same shape (Identity): the same tensor
     return true;
@@ -175,15 +168,17 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       continue;
     }
     const auto step_start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto record = [&] {  // the step's time and call, when profiling
+      if (!profile) return;
+      profile->steps[index].ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
+      ++profile->steps[index].calls;
+    };
     if (step.views_input && run_view_step(step, *plan, values)) {
       const int out = step.outputs[0];
       if (observer) (*observer)(*slot_values_[out], *values[out]);
       for (int slot : step.release) values[slot].reset();
-      if (profile) {
-        profile->steps[index].ms +=
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
-        ++profile->steps[index].calls;
-      }
+      record();
       continue;
     }
     in.clear();
@@ -237,11 +232,7 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       if (observer) (*observer)(*v, *values[slot]);
     }
     for (int slot : step.release) values[slot].reset();
-    if (profile) {
-      profile->steps[index].ms +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
-      ++profile->steps[index].calls;
-    }
+    record();
   }
   if (profile) ++profile->runs;
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/simd_kernels.h"
+#include "ops/transpose_layout.h"
 
 namespace octet::cpu {
 namespace {
@@ -37,18 +38,6 @@ bool prepare_gather(const Node& node, std::unique_ptr<KernelState>&) {
   const Value* indices = node.inputs().size() > 1 ? node.inputs()[1] : nullptr;
   return !(indices && indices->type.known() && indices->type.dtype != DType::Int64 &&
            indices->type.dtype != DType::Int32);
-}
-
-// True when the axes of more than one element keep their order under `perm`: every element
-// stays where it is, and the Transpose is a reshape.
-bool moves_only_unit_axes(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
-  int64_t last = -1;
-  for (int64_t p : perm) {
-    if (shape[p] == 1) continue;
-    if (p < last) return false;
-    last = p;
-  }
-  return true;
 }
 
 void transpose_kernel(KernelContext& ctx) {

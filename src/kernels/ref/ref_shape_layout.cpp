@@ -4,6 +4,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/ref/ref_shape_common.h"
+#include "ops/transpose_layout.h"
 
 namespace octet {
 namespace ref_shape {
@@ -133,21 +134,13 @@ void unsqueeze_kernel(KernelContext& ctx) {
 }  // namespace
 
 std::vector<int64_t> transpose_perm(const KernelContext& ctx, const Tensor& x) {
-  const int64_t rank = x.rank();
-  std::vector<int64_t> perm;
-  if (ctx.node().has_attr("perm")) {
-    perm = ctx.node().attr_ints("perm");
-  } else {
-    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  std::optional<std::vector<int64_t>> perm = transpose_permutation(ctx.node(), x.rank());
+  if (!perm) {
+    const Attribute* a = ctx.node().find_attr("perm");
+    ctx.fail("perm ", a && a->kind == Attribute::Kind::Ints ? shape_to_string(a->ints) : std::string("(not ints)"),
+             " is not a permutation of the ", x.rank(), " dims of ", x.describe());
   }
-  std::vector<bool> seen(rank, false);
-  bool valid = static_cast<int64_t>(perm.size()) == rank;
-  for (size_t i = 0; valid && i < perm.size(); ++i) {
-    valid = perm[i] >= 0 && perm[i] < rank && !seen[perm[i]];
-    if (valid) seen[perm[i]] = true;
-  }
-  if (!valid) ctx.fail("perm ", shape_to_string(perm), " is not a permutation of the ", rank, " dims of ", x.describe());
-  return perm;
+  return *perm;
 }
 
 namespace {

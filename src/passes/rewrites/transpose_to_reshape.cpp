@@ -14,43 +14,14 @@
 // Transposes, which a model with one head or one token would otherwise lose to this
 // rewrite in the same round.
 #include <algorithm>
-#include <numeric>
 
 #include "ops/infer.h"
+#include "ops/transpose_layout.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
 namespace {
-
-// The Transpose's permutation (default: reversed axes), or empty when malformed.
-std::vector<int64_t> permutation(const Node& n, int64_t rank) {
-  std::vector<int64_t> perm(static_cast<size_t>(rank));
-  if (const Attribute* a = n.find_attr("perm"); a && a->kind == Attribute::Kind::Ints) {
-    perm = a->ints;
-  } else {
-    std::iota(perm.rbegin(), perm.rend(), int64_t{0});
-  }
-  if (static_cast<int64_t>(perm.size()) != rank) return {};
-  std::vector<char> seen(static_cast<size_t>(rank), 0);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) return {};
-    seen[static_cast<size_t>(p)] = 1;
-  }
-  return perm;
-}
-
-// True when the axes of size other than 1 keep their order: the data is laid out the same.
-bool moves_only_unit_axes(const DimVector& in, const std::vector<int64_t>& perm) {
-  int64_t last = -1;
-  for (int64_t p : perm) {
-    const std::optional<int64_t> d = in[static_cast<size_t>(p)].constant();
-    if (d == 1) continue;
-    if (p < last) return false;
-    last = p;
-  }
-  return true;
-}
 
 bool run(Graph& g, PassContext& ctx) {
   bool changed = false;
@@ -59,8 +30,10 @@ bool run(Graph& g, PassContext& ctx) {
     const Value* x = n->input(0);
     Value* y = n->output(0);
     if (!x || !y || !x->type.has_rank() || !y->type.is_static()) continue;
-    const std::vector<int64_t> perm = permutation(*n, x->type.rank());
-    if (perm.empty() || !moves_only_unit_axes(*x->type.dims, perm)) continue;
+    const std::optional<std::vector<int64_t>> perm = transpose_permutation(*n, x->type.rank());
+    std::vector<int64_t> in;  // a symbolic dim as -1: not 1
+    for (const Dim& d : *x->type.dims) in.push_back(d.constant().value_or(-1));
+    if (!perm || !moves_only_unit_axes(in, *perm)) continue;
     const std::vector<int64_t> shape = y->type.static_shape();
     if (std::find(shape.begin(), shape.end(), 0) != shape.end()) continue;  // empty: nothing to gain
     if (read_by_subgraph(y)) continue;  // the body names y: it must keep its producer

@@ -140,17 +140,9 @@ void run_bench(const Options& o) {
   if (o.profile) {
     profile.runs = o.iters;
     r["profile"] = profile_json(profile);
-    if (o.profile_nodes) {
-      // Per node in run order; a node whose outputs the plan folded shows calls 0.
-      nlohmann::json nodes = nlohmann::json::array();
-      for (const RunProfile::Entry& e : profile.steps)
-        nodes.push_back({{"name", e.node->name()},
-                         {"op", (e.node->domain().empty() ? "" : e.node->domain() + ".") + e.node->op_type()},
-                         {"kernel", e.optimized ? "optimized" : "reference"},
-                         {"ms_per_run", e.ms / o.iters},
-                         {"calls", e.calls}});
-      r["profile_nodes"] = nodes;
-    }
+    // Per node in run order; a node whose outputs the plan folded shows calls 0. MACs
+    // where they do not depend on the step's dims.
+    if (o.profile_nodes) r["profile_nodes"] = profile_nodes_json(profile, {}, {});
   }
   std::cout << r.dump(1) << "\n";
 }

@@ -93,7 +93,8 @@ json profile_json(const RunProfile& profile) {
 }
 
 json profile_nodes_json(const RunProfile& profile, const std::vector<double>& step_min_ms, const Bindings& bindings) {
-  OCTET_ASSERT(step_min_ms.size() == profile.steps.size(), "profile_nodes_json: one minimum per step");
+  OCTET_ASSERT(step_min_ms.empty() || step_min_ms.size() == profile.steps.size(),
+               "profile_nodes_json: one minimum per step, or none");
   const double runs = std::max(1, profile.runs);
   json out = json::array();
   for (size_t i = 0; i < profile.steps.size(); ++i) {
@@ -103,8 +104,8 @@ json profile_nodes_json(const RunProfile& profile, const std::vector<double>& st
                 {"op", (n.domain().empty() ? "" : n.domain() + ".") + n.op_type()},
                 {"kernel", e.optimized ? "optimized" : "reference"},
                 {"ms_per_run", e.ms / runs},
-                {"min_ms", step_min_ms[i]},
                 {"calls", e.calls}};
+    if (!step_min_ms.empty()) row["min_ms"] = step_min_ms[i];
     if (const std::optional<Dim> macs = node_macs(n))
       if (const std::optional<int64_t> v = evaluate_macs(*macs, bindings)) row["macs"] = *v;
     out.push_back(row);

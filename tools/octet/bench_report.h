@@ -37,9 +37,10 @@ void add_latency_fields(nlohmann::json& report, const std::vector<double>& sampl
 // Per-op-type totals of a profile, largest first (the "profile" field).
 nlohmann::json profile_json(const octet::RunProfile& profile);
 
-// Every profiled step in run order: mean time, fastest time (step_min_ms, one per step of
-// `profile`), and its MACs where macs.h counts them (under `bindings`): per-layer time
-// against work, what bench/profile_breakdown.py reads.
+// Every profiled step in run order: mean time, calls, fastest time (step_min_ms, one per
+// step of `profile`; empty: none recorded, no min_ms field), and its MACs where macs.h
+// counts them (under `bindings`): per-layer time against work, what
+// bench/profile_breakdown.py reads.
 nlohmann::json profile_nodes_json(const octet::RunProfile& profile, const std::vector<double>& step_min_ms,
                                   const octet::Bindings& bindings);
 

@@ -27,7 +27,10 @@ class TextCalibration:
     max_length: texts are truncated to this many tokens.
 
     Fills the model inputs input_ids, attention_mask and token_type_ids (each only if the
-    model has it); any other required input is an error naming it.
+    model has it); any other required input is an error naming it, except that a decoder
+    exported with a KV cache (input_ids and past_key_values.* inputs) leaves position_ids
+    and past_key_values.* out: octet's calibration reader fills them as a first (prompt)
+    generation step gets them (src/quant/decoder_prompt.h).
     """
 
     def __init__(self, texts, tokenizer, max_length=128):
@@ -59,6 +62,9 @@ class TextCalibration:
     def samples(self, inputs):
         """Yield {input name: array} per text for the model inputs [(name, type, shape)]."""
         fields = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+        names = [name for name, _, _ in inputs]
+        if "input_ids" in names and any(n.startswith("past_key_values.") for n in names):
+            inputs = [x for x in inputs if x[0] != "position_ids" and not x[0].startswith("past_key_values.")]
         unknown = [name for name, _, _ in inputs if name not in fields]
         if unknown:
             raise ValueError("TextCalibration fills input_ids, attention_mask and token_type_ids; the model also "

@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "onnx/test_data.h"
+#include "quant/decoder_prompt.h"
 #include "quant/input_conversion.h"
 
 namespace octet::quant {
@@ -86,6 +87,7 @@ CalibrationSource CalibrationSource::open(const std::string& path, const std::ve
   CalibrationSource s;
   s.path_ = path;
   s.inputs_ = inputs;
+  s.fill_prompt_ = is_with_past_decoder(inputs);
   std::error_code ec;
   const fs::path p(path);
   if (!fs::exists(p, ec)) fail(path, ": no such file or folder (calibration data)");
@@ -138,10 +140,12 @@ void CalibrationSource::open_npy_stacks(const std::vector<fs::path>& files) {
   }
   for (const InputSpec& in : inputs_) {
     auto it = by_name.find(in.name);
+    if (it == by_name.end() && fill_prompt_ && is_prompt_fillable(in.name)) continue;  // conform fills it
     if (it == by_name.end())
       fail(path_.string(), ": no ", in.name, ".npy for model input '", in.name, "' (each model input needs one: ",
            input_list(inputs_), ")");
     Stack st;
+    st.input = in.name;
     st.file = it->second;
     st.header = read_npy_header(st.file);
     const std::string what = st.file.string() + ": input '" + in.name + "'";
@@ -217,12 +221,12 @@ NamedTensors CalibrationSource::read_stacks(size_t i) const {
     if (st.sample_bytes && !in.read(reinterpret_cast<char*>(t.mutable_raw()), static_cast<std::streamsize>(st.sample_bytes)))
       fail(st.file.string(), ": cannot read sample ", i, " (", st.sample_bytes, " bytes at offset ", at,
            "); was the file changed after it was opened?");
-    given.emplace_back(inputs_[k].name, std::move(t));
+    given.emplace_back(st.input, std::move(t));
   }
   return conform(std::move(given), [&](const std::string& name) {
-    for (size_t k = 0; k < inputs_.size(); ++k)
-      if (inputs_[k].name == name) return stacks_[k].file.string() + " (sample " + std::to_string(i) + ")";
-    return path_.string();
+    for (const Stack& st : stacks_)
+      if (st.input == name) return st.file.string() + " (sample " + std::to_string(i) + ")";
+    return path_.string() + " (sample " + std::to_string(i) + ")";
   });
 }
 
@@ -264,19 +268,40 @@ NamedTensors CalibrationSource::conform(NamedTensors given,
                                         const std::function<std::string(const std::string&)>& where) const {
   NamedTensors out;
   Bindings bindings;  // symbols must agree across the sample's inputs, as in Session::run
+  std::vector<const InputSpec*> missing;
   for (const InputSpec& in : inputs_) {
     auto it = std::find_if(given.begin(), given.end(), [&](const auto& kv) { return kv.first == in.name; });
     if (it == given.end()) {
-      std::string have;
-      for (const auto& kv : given) have += (have.empty() ? "" : ", ") + kv.first;
-      fail(where(in.name), ": no data for model input '", in.name, "' (the model's inputs: ", input_list(inputs_),
-           "; given: ", have.empty() ? "nothing" : have, ")");
+      if (!fill_prompt_ || !is_prompt_fillable(in.name)) {
+        std::string have;
+        for (const auto& kv : given) have += (have.empty() ? "" : ", ") + kv.first;
+        fail(where(in.name), ": no data for model input '", in.name, "' (the model's inputs: ", input_list(inputs_),
+             "; given: ", have.empty() ? "nothing" : have, ")",
+             fill_prompt_ ? "; a decoder's samples may leave out only " + describe_prompt_fillable(inputs_) +
+                                ", which are filled as a first (prompt) step gets them"
+                          : "");
+      }
+      missing.push_back(&in);
+      out.emplace_back(in.name, Tensor());  // filled below, once the given inputs bound the dims
+      continue;
     }
     const std::string what = where(in.name) + ": input '" + in.name + "'";
     Tensor t = convert_input_dtype(it->second, in.dtype, what);
     if (in.dims) bind_dims(*in.dims, t.shape(), what, bindings);
     check_finite(t, what);
     out.emplace_back(in.name, std::move(t));
+  }
+  // A decoder's prompt-step inputs: the cache first (its dims come from the bindings
+  // alone), then the mask and positions, which may bind a total-length symbol of their own.
+  std::stable_sort(missing.begin(), missing.end(), [](const InputSpec* a, const InputSpec* b) {
+    return (a->name.rfind("past_key_values.", 0) == 0) > (b->name.rfind("past_key_values.", 0) == 0);
+  });
+  for (const InputSpec* in : missing) {
+    const std::string file = where(in->name);
+    Tensor t = fill_prompt_input(*in, out, bindings, file);
+    if (in->dims) bind_dims(*in->dims, t.shape(), file + ": input '" + in->name + "' (filled as a prompt step)", bindings);
+    for (auto& kv : out)
+      if (kv.first == in->name) kv.second = std::move(t);
   }
   return out;
 }

@@ -17,7 +17,9 @@
 //   d. PATH being a single .npz file: one sample.
 //
 // Every sample is checked against the model's inputs before it is returned: all required
-// inputs present and no others, rank, constant dims and symbols consistent across the
+// inputs present and no others (except that a decoder exported with a KV cache may leave
+// out attention_mask, position_ids and past_key_values.*, filled as a first generation
+// step gets them: quant/decoder_prompt.h), rank, constant dims and symbols consistent across the
 // sample's inputs (as Session::run would), and the dtype. Dtype rule: an exact match, or
 //   - integer -> integer (any widths, signed or not) when every value fits the model's
 //     type; a value that does not fit is an error naming the file and the value;
@@ -80,6 +82,7 @@ class CalibrationSource {
  private:
   // One <input>.npy stack (layout b), in model-input order.
   struct Stack {
+    std::string input;  // the model input it feeds
     std::filesystem::path file;
     NpyHeader header;
     std::vector<int64_t> sample_shape;  // one sample's shape
@@ -98,6 +101,7 @@ class CalibrationSource {
   std::filesystem::path path_;
   std::vector<InputSpec> inputs_;
   Layout layout_ = Layout::NpzFile;
+  bool fill_prompt_ = false;  // a with-past decoder: missing prompt-step inputs are filled
   size_t available_ = 0, size_ = 0;
   std::vector<std::filesystem::path> files_;  // .npz files or test-data-set folders
   std::vector<Stack> stacks_;

@@ -201,13 +201,13 @@ void quantize_set(const Options& o, const quant::QuantizeJob& base) {
 }
 
 void weight_only_command(const Options& o) {
-  if (!o.mode.empty() || !o.calib_text.empty() || !o.smoothquant.empty() || o.max_drop >= 0 || o.per_tensor ||
-      !o.activation_type.empty())
-    fail("--weights quantizes weights only: it does not take --mode, --calib-text, --smoothquant, --max-drop, "
+  if (!o.mode.empty() || !o.smoothquant.empty() || o.max_drop >= 0 || o.per_tensor || !o.activation_type.empty())
+    fail("--weights quantizes weights only: it does not take --mode, --smoothquant, --max-drop, "
          "--per-tensor or --activation-type");
   if (o.method != "rtn" && o.method != "awq" && o.method != "gptq" && o.method != "awq-gptq")
     fail("--method must be rtn, awq, gptq or awq-gptq, got '", o.method, "'");
-  if (o.method == "rtn" && !o.calib.empty()) fail("--calib goes with --method awq, gptq or awq-gptq (rtn needs no samples)");
+  if (o.method == "rtn" && (!o.calib.empty() || !o.calib_text.empty()))
+    fail("--calib and --calib-text go with --method awq, gptq or awq-gptq (rtn needs no samples)");
   quant::WeightOnlyJob job;
   job.model = o.model;
   job.output = o.out;
@@ -218,7 +218,14 @@ void weight_only_command(const Options& o) {
   w.keep_lm_head = o.keep_lm_head;
   w.awq = o.method == "awq" || o.method == "awq-gptq";
   w.gptq = o.method == "gptq" || o.method == "awq-gptq";
-  job.calib = o.calib;
+  std::optional<TextSamplesFolder> text_samples;  // a decoder's text windows, tokenized by octet's Python package
+  if (!o.calib_text.empty()) {
+    if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
+    text_samples.emplace(o.model, o.calib_text, o.tokenizer, o.max_length);
+  } else if (!o.tokenizer.empty()) {
+    fail("--tokenizer goes with --calib-text FILE");
+  }
+  job.calib = text_samples ? text_samples->path().string() : o.calib;
   job.calib_samples = o.calib_samples;
   w.target = quant::parse_target(o.target);
   w.exclude.insert(o.exclude.begin(), o.exclude.end());

@@ -45,3 +45,31 @@ def test_cli_text_calibration_errors(minilm_l3, minilm_tokenizer, tmp_path):
     run = run_cli(minilm_l3, "-o", out, "--calib-text", texts, "--tokenizer", minilm_tokenizer, env=env)
     assert run.returncode == 1 and "could not be started" in run.stderr and "pip install" in run.stderr
     assert not out.exists()
+
+
+def word_tokenizer(path, words):
+    """A word-level tokenizer.json whose ids fit a tiny fixture's vocabulary."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["<unk>", *words])}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(path))
+    return path
+
+
+def test_cli_weight_only_gptq_on_a_with_past_decoder_from_text(tmp_path):
+    # The with-past export asks for position_ids and past_key_values.*; the text gives input_ids and
+    # attention_mask, and octet's reader fills the rest as a prompt step gets them.
+    model = ROOT / "tests" / "models" / "fixtures" / "llama_gen_with_past.onnx"
+    words = sorted({w for s in SENTENCES for w in s.replace(".", " ").replace(",", " ").split()})[:200]
+    tokenizer = word_tokenizer(tmp_path / "tokenizer.json", words)
+    texts = tmp_path / "sentences.txt"
+    texts.write_text("\n".join(SENTENCES) + "\n")
+    out = tmp_path / "q.onnx"
+    run = run_cli(model, "-o", out, "--weights", "int4", "--block", 16, "--method", "gptq", "--calib-text", texts,
+                  "--tokenizer", tokenizer, "--json", "-q")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["method"] == "gptq" and report["gptq_layers"] > 0 and out.exists()
+    run = run_cli(model, "-o", out, "--weights", "int4", "--calib-text", texts, "--tokenizer", tokenizer, "--force")
+    assert run.returncode == 1 and "--calib and --calib-text go with --method" in run.stderr

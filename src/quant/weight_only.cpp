@@ -369,8 +369,8 @@ nlohmann::json WeightOnlyReport::to_json() const {
   j["notes"] = notes;
   j["method"] = options.awq ? (options.gptq ? "awq-gptq" : "awq") : (options.gptq ? "gptq" : "rtn");
   j["gptq_layers"] = gptq_layers;
+  if (options.awq || options.gptq) j["calibration_samples"] = calibration_samples;
   if (options.awq) {
-    j["calibration_samples"] = calibration_samples;
     j["awq"] = nlohmann::json::array();
     for (const AwqGroup& a : awq)
       j["awq"].push_back({{"activation", a.activation}, {"readers", a.readers}, {"alpha", a.alpha},

@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "io/npy.h"
 #include "onnx/model_io.h"
 #include "onnx_test_util.h"
@@ -197,6 +199,7 @@ TEST(DecoderPromptFill, GptqWeightOnlyCalibratesTheWithPastExportOnIdsAlone) {
   job.progress = false;
   const WeightOnlyReport report = quantize_weights_only(job);
   EXPECT_EQ(report.calibration_samples, 3u);
+  EXPECT_EQ(report.to_json()["calibration_samples"], 3);  // the recipe bench/decode_prepare.py records
   EXPECT_GT(report.gptq_layers, 0u);
   EXPECT_TRUE(fs::exists(job.output));
 }

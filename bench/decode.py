@@ -11,8 +11,9 @@ Prepares what it needs, idempotently: the packages of bench/requirements-decode.
 SmolLM2 KV-cache export and the held-out windows (bench/models), and one model folder per engine
 and precision under exports_dir("decode") (bench/decode_prepare.py: genai_config.json +
 MatMulNBits for onnxruntime-genai, a stateful IR + nncf.compress_weights for openvino-genai,
-`octet quantize --weights` for octet). Each folder is rebuilt when the export or the scripts are
-newer than it.
+`octet quantize --weights` for octet: GPTQ calibrated on windows of the calibration documents by
+default, --octet-method rtn for round to nearest). Each folder is rebuilt when the export, the
+scripts or the octet binary changed.
 
 Measures, each engine x precision in its own process (bench/decode_engines.py), rounds interleaved,
 each number's best round kept (lowest time to first token, highest decode tokens/s; every round is
@@ -21,7 +22,13 @@ against onnxruntime's plain greedy loop on the same ONNX (ortloop; also timed). 
 held-out windows for each engine x precision: the same ONNX file on onnxruntime (ort-genai's rows;
 whether ort-genai's get_logits gives every prompt position was not tried) and the same IR on openvino.Core
 (openvino-genai's rows), octet's through `octet run`. A step that fails or runs past its time limit
-is recorded with its message; the run goes on."""
+is recorded with its message; the run goes on.
+
+Bandwidth: the machine's read bandwidth, measured in the same run (bench_decode_bandwidth's
+memory_read, a 512 MiB sum with 1 and 2 threads, before the rounds and after them), and for every
+engine x precision the weight bytes a decode step reads (bench/decode_bytes.py: the model's
+constants less the token-embedding table) times its decode tokens/s: the achieved weight bytes/s and
+their share of the 2-thread read bandwidth (issue 16's goal: >= 70%)."""
 import argparse
 import datetime
 import importlib.metadata
@@ -60,6 +67,13 @@ def parse_args():
     p.add_argument("--no-ppl", action="store_true", help="skip the perplexity pass")
     p.add_argument("--ppl-windows", type=int, default=0, help="use only the first N held-out windows (default all)")
     p.add_argument("--octet", default=os.path.join(ROOT, "build/release/octet"))
+    p.add_argument("--octet-method", choices=["gptq", "rtn"],
+                   help="octet's int8/int4 rounding (default decode_prepare.OCTET_RECIPES: GPTQ on calib/smollm2)")
+    p.add_argument("--octet-block", type=int, help="octet's weight block (default OCTET_RECIPES')")
+    p.add_argument("--octet-asymmetric", action="store_true", default=None,
+                   help="octet: a zero point per block (default OCTET_RECIPES')")
+    p.add_argument("--bandwidth-tool", default=os.path.join(ROOT, "build/release/bench_decode_bandwidth"),
+                   help="Google Benchmark binary with memory_read (bench/cpp/decode_bandwidth.cpp)")
     p.add_argument("--omp-passive", action="store_true",
                    help="OMP_WAIT_POLICY=passive for every engine (non-spinning thread pools; see bench/README.md)")
     p.add_argument("--ov-attention-backend", default="PA", choices=["SDPA", "PA"],
@@ -151,16 +165,24 @@ def prepare(engine, precision, src, a, log):
             return src, None
         if not octet_has(a.octet, "quantize", "--weights"):
             return None, NOT_AVAILABLE + " (`octet quantize` has no --weights)"
-        out = os.path.join(folder, "model.onnx")
-        sources = [src, a.octet]
+        import decode_prepare
+
+        r = decode_prepare.octet_recipe(precision, a.octet_method, a.octet_block, a.octet_asymmetric)
+        tag = f"{precision}-{r['method']}-b{r['block']}-{'asym' if r['asymmetric'] else 'sym'}"
+        folder = common.exports_dir("decode", engine, tag)
+        sources = [src, a.octet, os.path.join(HERE, "decode_prepare.py")]
         if not stamp_ok(folder, sources):
-            cmd = [a.octet, "quantize", src, "-o", out, "--weights", precision, "--block", "32", "--force"]
-            ok, msg = run_step(cmd, a.prepare_timeout)
+            print(f"decode: preparing octet {tag} in {folder}", file=sys.stderr)
+            cmd = [sys.executable, os.path.join(HERE, "decode_prepare.py"), "octet", precision, src, folder,
+                   "--octet", a.octet, "--method", r["method"], "--block", str(r["block"])]
+            if r["asymmetric"]:
+                cmd.append("--asymmetric")
+            ok, out = run_step(cmd, a.prepare_timeout)
             if not ok:
-                return None, msg
-            write_stamp(folder, {"engine": "octet", "precision": precision, "recipe": " ".join(cmd[1:])}, sources)
+                return None, out
+            write_stamp(folder, json.loads(out.strip().splitlines()[-1]), sources)
         log[f"{engine} {precision}"] = read_stamp(folder)
-        return out, None
+        return os.path.join(folder, "model.onnx"), None
     if engine == "ortloop":
         return src, None  # fp32 only (see main): the reference the fp32 rows are checked against
     if not stamp_ok(folder, sources):
@@ -213,6 +235,37 @@ def octet_has(octet, sub, flag=None):
     return h is not None and (flag is None or flag in h)
 
 
+def read_bandwidth(tool):
+    """memory_read's GB/s (wall clock) by thread count, or {"error": ...}."""
+    if not os.path.exists(tool):
+        return {"error": f"{tool} not built (needs libbenchmark-dev)"}
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        ok, out = run_step([tool, "--benchmark_filter=^memory_read", "--benchmark_min_time=1",
+                            f"--benchmark_out={f.name}", "--benchmark_out_format=json"], 300)
+        if not ok:
+            return {"error": out}
+        with open(f.name) as j:
+            rows = json.load(j)["benchmarks"]
+    # names: memory_read/<threads>/real_time; "unshared": bytes over CPU time / threads, the rate had
+    # the threads run all the time (decode_bandwidth.cpp), which other work on a shared host lowers less
+    out = {}
+    for r in rows:
+        if r.get("run_type", "iteration") == "iteration":
+            t = r["name"].split("/")[1]
+            out[f"threads_{t}_gb_s"] = r["bytes_per_second"] / 1e9
+            if "bytes_per_second_unshared" in r:
+                out[f"threads_{t}_unshared_gb_s"] = r["bytes_per_second_unshared"] / 1e9
+    return out
+
+
+def step_bytes(engine, model):
+    """bench/decode_bytes.py's weight bytes for this engine's model, or {"error": ...}."""
+    kind, path = ("openvino", model) if engine == "openvino" else (
+        "onnx", os.path.join(model, "model.onnx") if os.path.isdir(model) else model)
+    ok, out = run_step([sys.executable, os.path.join(HERE, "decode_bytes.py"), kind, path], 600)
+    return json.loads(out.strip().splitlines()[-1]) if ok else {"error": out}
+
+
 # ---------------------------------------------------------------- runs
 
 def generate(engine, model, prompt_path, a, env, eos):
@@ -261,14 +314,18 @@ def best(rounds, key, pick):
 
 def table(results):
     rows = ["| engine | weights | TTFT ms | decode tok/s | peak RSS MB | perplexity | top-1 vs fp32 ort | "
-            "fp32 tokens = ort loop | note |", "|---|---|---:|---:|---:|---:|---:|---|---|"]
+            "weight MB / step | weight GB/s | % of read bw (wall / unshared) | fp32 tokens = ort loop | note |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for key, r in results["variants"].items():
         ppl = r.get("perplexity", {})
+        bw = r.get("bandwidth", {})
         f = lambda v, fmt: (fmt % v) if isinstance(v, (int, float)) else "-"  # noqa: E731
-        note = r.get("error") or ppl.get("error") or ""
+        note = r.get("error") or ppl.get("error") or bw.get("error") or ""
+        mb = bw.get("per_token_bytes") / 2**20 if isinstance(bw.get("per_token_bytes"), int) else None
         rows.append(f"| {LABEL[r['engine']]} | {r['precision']} | {f(r.get('ttft_ms'), '%.1f')} | "
                     f"{f(r.get('decode_tok_s'), '%.1f')} | {f(r.get('peak_rss_mb'), '%.0f')} | "
                     f"{f(ppl.get('perplexity'), '%.3f')} | {f(ppl.get('top1_agreement'), '%.4f')} | "
+                    f"{f(mb, '%.1f')} | {f(bw.get('achieved_gb_s'), '%.2f')} | {f(bw.get('percent_of_read'), '%.0f%%')} / {f(bw.get('percent_of_unshared'), '%.0f%%')} | "
                     f"{r.get('matches_ortloop', '-')} | {note[:160]} |")
     return "\n".join(rows)
 
@@ -295,6 +352,15 @@ def save(results, path):
                 f"mark. Perplexity: {windows} held-out 128-token windows, through the same file on "
                 "onnxruntime (onnxruntime-genai rows), openvino.Core (openvino-genai rows) or `octet run`; "
                 "top-1: agreement of the argmax with the fp32 onnxruntime model at every position.\n\n")
+        bw = results.get("read_bandwidth", {})
+        f.write("Weight MB / step: the model's constants less the token-embedding table (one row of it is read per "
+                "token), bench/decode_bytes.py; weight GB/s: that times decode tok/s; % of read bw: of the machine's "
+                "2-thread read bandwidth measured in this run, the higher of before and after the rounds "
+                "(bench_decode_bandwidth memory_read, a 512 MiB sum; wall clock, and 'unshared': over CPU time, what "
+                "the rate would be had no other work taken the cores): "
+                + ", ".join(f"{k}: " + ", ".join(f"{n.replace('_gb_s', '')} {v:.1f} GB/s" for n, v in x.items()
+                                                  if isinstance(v, float)) + (x.get("error") or "")
+                            for k, x in bw.items()) + ".\n\n")
         f.write(table(results) + "\n\nVersions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items())
                 + "\n\nRecipes:\n\n")
         for k, v in results["prepared"].items():
@@ -344,6 +410,8 @@ def main():
         results["versions"]["octet"] = (subprocess.run([a.octet, "--version"], capture_output=True, text=True)
                                         .stdout.strip() if os.path.exists(a.octet) else f"{a.octet} not built")
 
+    results["read_bandwidth"] = {"before": read_bandwidth(a.bandwidth_tool)}
+    print(f"decode: read bandwidth {results['read_bandwidth']['before']}", file=sys.stderr)
     models = {}
     for engine in a.engines:
         for precision in a.precisions:
@@ -371,6 +439,10 @@ def main():
                   file=sys.stderr)
         save(results, a.json)
 
+    results["read_bandwidth"]["after"] = read_bandwidth(a.bandwidth_tool)
+    read_gb_s = [x.get("threads_2_gb_s") for x in results["read_bandwidth"].values() if x.get("threads_2_gb_s")]
+    unshared_gb_s = [x["threads_2_unshared_gb_s"] for x in results["read_bandwidth"].values()
+                     if x.get("threads_2_unshared_gb_s")]
     reference = next((x["ids"] for x in results["variants"].get("ortloop fp32", {}).get("rounds", [])
                       if x.get("ids")), None)
     for key, entry in results["variants"].items():
@@ -392,6 +464,15 @@ def main():
         if reference is not None and entry["ids"] is not None and entry["precision"] == "fp32":
             d = first_difference(entry["ids"], reference)
             entry["matches_ortloop"] = "yes" if d is None else f"no (first difference at token {d})"
+        bw = entry["bandwidth"] = step_bytes(entry["engine"], entry["model"])
+        if "per_token_bytes" in bw and entry["decode_tok_s"]:
+            bw["achieved_gb_s"] = bw["per_token_bytes"] * entry["decode_tok_s"] / 1e9
+            if read_gb_s:  # the higher of the two measurements: the machine's, less what other work took
+                bw["read_gb_s"] = max(read_gb_s)
+                bw["percent_of_read"] = 100 * bw["achieved_gb_s"] / bw["read_gb_s"]
+            if unshared_gb_s:
+                bw["read_unshared_gb_s"] = max(unshared_gb_s)
+                bw["percent_of_unshared"] = 100 * bw["achieved_gb_s"] / bw["read_unshared_gb_s"]
 
     if not a.no_ppl:
         ref = None

@@ -4,6 +4,8 @@
 
   python3 bench/decode_prepare.py ortgenai PRECISION WITH_PAST.onnx OUT_DIR   # fp32 | int8 | int4
   python3 bench/decode_prepare.py openvino PRECISION WITH_PAST.onnx OUT_DIR
+  python3 bench/decode_prepare.py octet PRECISION WITH_PAST.onnx OUT_DIR --octet build/release/octet
+      [--method gptq|rtn] [--block N] [--asymmetric] [--calib DIR]     # int8 | int4
 
 ortgenai: OUT_DIR/model.onnx (fp32: a hard link to the export; int8/int4: onnxruntime's
   MatMulNBitsQuantizer, block 32, symmetric, QOperator MatMulNBits, accuracy level ORT_ACCURACY_LEVEL),
@@ -14,6 +16,11 @@ openvino: OUT_DIR/openvino_model.xml/.bin, the ONNX converted by openvino.conver
   nncf.compress_weights for int8 (INT8_ASYM) and int4 (INT4_SYM, group NNCF_GROUP); fp32 is saved
   without fp16 compression. openvino_tokenizer.xml / openvino_detokenizer.xml from
   openvino_tokenizers.convert_tokenizer.
+octet: OUT_DIR/model.onnx from `octet quantize --weights int8|int4` (OCTET_RECIPES: GPTQ, block 32,
+  calibrated on the with-past export itself with calib/smollm2's 32 windows: 128-token windows of
+  the calibration documents, which real_data.py keeps apart from the documents the held-out windows
+  (eval/lm_windows.npz) come from; octet's calibration reader fills the cache inputs as a prompt
+  step gets them). --method rtn: round to nearest, no samples (the recipe before session 13).
 Prints one JSON object describing what was written (recipe, sizes, seconds)."""
 import json
 import os
@@ -27,6 +34,10 @@ import common  # noqa: E402
 BLOCK = 32
 ORT_ACCURACY_LEVEL = 4  # int8 activations inside MatMulNBits: the CPU setting ort-genai's model builder uses
 NNCF_GROUP = 32
+# octet's weight-only recipe per precision (bench/results/2026-11-26_decode_session13_calib_*: the
+# int8 choice weighed on 32 held-out windows against the peers and the asymmetric files' step time).
+OCTET_RECIPES = {"int8": dict(method="gptq", block=32, asymmetric=False),
+                 "int4": dict(method="gptq", block=32, asymmetric=False)}
 SMOLLM2 = dict(head_size=64, hidden_size=576, num_attention_heads=9, num_key_value_heads=3, num_hidden_layers=30,
                vocab_size=49152, context_length=8192)
 
@@ -234,11 +245,82 @@ def write_ov_tokenizer(out):
     return "openvino_tokenizers.convert_tokenizer(PreTrainedTokenizerFast(tokenizer.json), with_detokenizer=True)"
 
 
+def calib_windows():
+    """calib/smollm2: 32 samples of input_ids [1, 128] from the calibration documents (real_data.py)."""
+    import real_data
+
+    return os.path.join(real_data.ensure(), "calib", "smollm2")
+
+
+def prepare_octet(precision, src, out, octet, method, block, asymmetric, calib=None):
+    import subprocess
+
+    if precision == "fp32":
+        raise SystemExit("decode_prepare: octet's fp32 rows run the export itself; nothing to prepare")
+    model = os.path.join(out, "model.onnx")
+    report = os.path.join(out, "quantize_report.json")
+    cmd = [octet, "quantize", src, "-o", model, "--weights", precision, "--block", str(block), "--force", "--quiet",
+           "--report", report]
+    if asymmetric:
+        cmd.append("--asymmetric")
+    info = {"engine": "octet", "precision": precision, "method": method, "block": block,
+            "symmetric": not asymmetric}
+    if method != "rtn":
+        calib = calib or calib_windows()
+        cmd += ["--method", method, "--calib", calib]
+        count = len([f for f in os.listdir(calib) if f.endswith(".npz")])
+        info["calibration"] = (f"{calib}: {count} windows of 128 tokens (input_ids only) from the calibration "
+                               "documents, none from the documents of the held-out windows; attention_mask, "
+                               "position_ids and the empty cache filled by octet's reader as a prompt step")
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"decode_prepare: {' '.join(cmd[1:4])} ... exited {p.returncode}: "
+                         f"{(p.stderr.strip().splitlines() or [''])[-1]}")
+    info["quantize_s"] = time.perf_counter() - t0
+    with open(report) as f:
+        r = json.load(f)
+    short = {src: os.path.basename(src), model: "model.onnx", report: "quantize_report.json"}
+    info["recipe"] = "octet " + " ".join(short.get(c, c) for c in cmd[1:])
+    info["gptq_layers"] = r.get("gptq_layers")
+    info["calibration_samples"] = r.get("calibration_samples")
+    info["quantized_layers"] = len(r.get("layers", []))
+    info["form"] = r.get("form")
+    info["model_mb"] = os.path.getsize(model) / 2**20
+    return info
+
+
+def octet_recipe(precision, method=None, block=None, asymmetric=None):
+    """OCTET_RECIPES[precision] with the given fields replaced."""
+    r = dict(OCTET_RECIPES[precision])
+    r.update({k: v for k, v in (("method", method), ("block", block), ("asymmetric", asymmetric)) if v is not None})
+    return r
+
+
 def main():
-    engine, precision, src, out = sys.argv[1:5]
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("engine", choices=["ortgenai", "openvino", "octet"])
+    p.add_argument("precision", choices=["fp32", "int8", "int4"])
+    p.add_argument("src")
+    p.add_argument("out")
+    p.add_argument("--octet", default=os.path.join(os.path.dirname(HERE), "build", "release", "octet"))
+    p.add_argument("--method", choices=["gptq", "rtn", "awq", "awq-gptq"], help="octet: default OCTET_RECIPES'")
+    p.add_argument("--block", type=int, help="octet: default OCTET_RECIPES'")
+    p.add_argument("--asymmetric", action="store_true", default=None, help="octet: default OCTET_RECIPES'")
+    p.add_argument("--calib", help="octet: calibration folder (default calib/smollm2)")
+    a = p.parse_args()
+    engine, precision, src, out = a.engine, a.precision, a.src, a.out
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
-    info = prepare_ortgenai(precision, src, out) if engine == "ortgenai" else prepare_openvino(precision, src, out)
+    if engine == "octet":
+        r = octet_recipe(precision, a.method, a.block, a.asymmetric)
+        info = prepare_octet(precision, src, out, a.octet, r["method"], r["block"], r["asymmetric"], a.calib)
+    elif engine == "ortgenai":
+        info = prepare_ortgenai(precision, src, out)
+    else:
+        info = prepare_openvino(precision, src, out)
     info["prepare_s"] = time.perf_counter() - t0
     print(json.dumps(info))
 

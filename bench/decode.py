@@ -314,7 +314,7 @@ def best(rounds, key, pick):
 
 def table(results):
     rows = ["| engine | weights | TTFT ms | decode tok/s | peak RSS MB | perplexity | top-1 vs fp32 ort | "
-            "weight MB / step | weight GB/s | % of read bw (wall / unshared) | fp32 tokens = ort loop | note |",
+            "weight MiB / step | weight GB/s | % of read bw (wall / unshared) | fp32 tokens = ort loop | note |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for key, r in results["variants"].items():
         ppl = r.get("perplexity", {})
@@ -353,7 +353,7 @@ def save(results, path):
                 "onnxruntime (onnxruntime-genai rows), openvino.Core (openvino-genai rows) or `octet run`; "
                 "top-1: agreement of the argmax with the fp32 onnxruntime model at every position.\n\n")
         bw = results.get("read_bandwidth", {})
-        f.write("Weight MB / step: the model's constants less the token-embedding table (one row of it is read per "
+        f.write("Weight MiB / step: the model's constants less the token-embedding table (one row of it is read per "
                 "token), bench/decode_bytes.py; weight GB/s: that times decode tok/s; % of read bw: of the machine's "
                 "2-thread read bandwidth measured in this run, the higher of before and after the rounds "
                 "(bench_decode_bandwidth memory_read, a 512 MiB sum; wall clock, and 'unshared': over CPU time, what "

@@ -168,7 +168,7 @@ def prepare(engine, precision, src, a, log):
         import decode_prepare
 
         r = decode_prepare.octet_recipe(precision, a.octet_method, a.octet_block, a.octet_asymmetric)
-        tag = f"{precision}-{r['method']}-b{r['block']}-{'asym' if r['asymmetric'] else 'sym'}"
+        tag = decode_prepare.octet_tag(precision, r)
         folder = common.exports_dir("decode", engine, tag)
         sources = [src, a.octet, os.path.join(HERE, "decode_prepare.py")]
         if not stamp_ok(folder, sources):

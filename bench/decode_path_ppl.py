@@ -9,8 +9,9 @@ the float-activation one on the real model.
 
 Each model x activation mode runs in a process of its own (OCTET_NBITS_ACTIVATIONS is read once
 per process), on the octet Python module of --build (OCTET_BUILD_PYTHON=ON). Models: the folders
-bench/decode.py prepares (exports_dir("decode")/octet/<precision>/model.onnx; fp32 is the export
-itself). Data: the held-out 128-token windows (eval/lm_windows.npz). Perplexity is exp(mean NLL
+bench/decode.py prepares (exports_dir("decode")/octet/<tag>/model.onnx: a precision names the folder of
+decode_prepare.OCTET_RECIPES' recipe, int8 -> int8-gptq-b32-sym; a full tag such as int4-rtn-b32-sym
+names another; fp32 is the export itself). Data: the held-out 128-token windows (eval/lm_windows.npz). Perplexity is exp(mean NLL
 of tokens 1..127 given the ones before). Prints one line per run and, with --json, writes them."""
 import argparse
 import json
@@ -29,6 +30,11 @@ WINDOWS = os.path.join(CACHE, "exports", "data", "eval", "lm_windows.npz")
 def model_path(precision):
     if precision == "fp32":
         return os.path.join(CACHE, "exports", "smollm2", "smollm2_with_past.onnx")
+    if "-" not in precision:  # the recipe bench/decode.py uses for this precision
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import decode_prepare
+
+        precision = decode_prepare.octet_tag(precision, decode_prepare.OCTET_RECIPES[precision])
     return os.path.join(CACHE, "exports", "decode", "octet", precision, "model.onnx")
 
 

@@ -297,6 +297,11 @@ def octet_recipe(precision, method=None, block=None, asymmetric=None):
     return r
 
 
+def octet_tag(precision, recipe):
+    """The folder name under exports_dir("decode", "octet") for a recipe: int8-gptq-b32-sym."""
+    return f"{precision}-{recipe['method']}-b{recipe['block']}-{'asym' if recipe['asymmetric'] else 'sym'}"
+
+
 def main():
     import argparse
 

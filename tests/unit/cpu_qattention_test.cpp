@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/qattention.h"
@@ -181,6 +182,52 @@ TEST(CpuQAttention, WideProbabilitiesTooLongForInt32TakeTheReference) {
     const Totals t = check(c, in);
     EXPECT_EQ(t.loose, 0) << c.describe();
   }
+}
+
+// The AVX512-VNNI task against the plain AVX-512 one, bit for bit, as its header promises:
+// the same integers and float products, the same softmax floats and sums (its leaner exp,
+// its mask add and row maximum fused into the score blocks), so the same outputs. The
+// reference comparisons above allow P flips, so a change to either task's softmax that
+// moves a last bit (a reordered sum, a different exp) would pass them; this does not. Edges:
+// one key, odd and 16-key-tail lengths, one query, masks fused or not (broadcast along
+// keys), causal rows (some see no key), both P forms and the three P types.
+TEST(CpuQAttention, VnniTaskMatchesPlainAvx512BitForBit) {
+  if (!cpu::qattn::vnni_available()) GTEST_SKIP() << "no AVX512-VNNI";
+  ScopedIsaLevel isa(IsaLevel::Avx512);
+  if (active_isa() != IsaLevel::Avx512) GTEST_SKIP() << "no AVX-512";
+  std::vector<QCase> cases;
+  for (auto [b, sq, sk, h, d] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 2, 64}, {2, 1, 9, 3, 32},
+                                 {1, 7, 7, 2, 64}, {1, 17, 17, 1, 17}, {1, 33, 65, 2, 64}, {1, 128, 128, 12, 32},
+                                 {1, 257, 257, 2, 64}, {2, 9, 1, 3, 16}}) {
+    for (bool rows : {true, false}) {
+      QCase c = shape(b, sq, sk, h, d, d);
+      c.row_probabilities = rows;
+      cases.push_back(c);
+      c.mask_shape = {b, 1, 1, sk};
+      cases.push_back(c);
+      c.mask_shape = {b, 1, sq, 1};
+      cases.push_back(c);
+      c.mask_shape = {};
+      c.causal = true;
+      cases.push_back(c);
+    }
+  }
+  for (const QCase& base : cases)
+    for (auto with : {with_u8, with_u8_wide_p, with_s8_wide_p}) {
+      const QCase c = with(base);
+      const NamedTensors in = qattention_inputs(c);
+      auto g = qattention_graph(c);
+      Tensor got[2];
+      for (bool vnni : {false, true}) {
+        cpu::qattn::set_vnni_allowed(vnni);
+        got[vnni] = Session(g, SessionOptions{}).run(in)[0].second;
+      }
+      cpu::qattn::set_vnni_allowed(true);
+      ASSERT_EQ(got[0].shape(), got[1].shape());
+      int64_t differ = 0;
+      for (int64_t i = 0; i < got[0].numel(); ++i) differ += std::memcmp(got[0].data<float>() + i, got[1].data<float>() + i, 4) != 0;
+      EXPECT_EQ(differ, 0) << c.describe();
+    }
 }
 
 TEST(CpuQAttention, SeqFirst) {

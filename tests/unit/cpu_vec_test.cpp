@@ -7,6 +7,7 @@
 //   tanh, erf     rel 1e-6, abs floor 1e-7 (the value of ~1 ulp at 1)
 //   GeLU          rel 1e-6, abs floor 1e-7 * max(1, |x|) (0.5*x*(1+erf) loses the rest to
 //                 cancellation for x << 0, in the float reference as much as here)
+//   GeLU fast     (octet.QMatMul's epilogue) rel 1e-6, abs floor 2e-7 * max(1, |x|)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,6 +60,8 @@ TEST(CpuVecOps, FastMathAccuracyAtEveryIsa) {
       {UnaryOp::Erf, "erf", [](double x) { return std::erf(x); }, -6.0f, 6.0f, 1e-7, false},
       {UnaryOp::GeluErf, "gelu", gelu_erf_ref, -10.0f, 10.0f, 1e-7, true},
       {UnaryOp::GeluTanh, "gelu_tanh", gelu_tanh_ref, -10.0f, 10.0f, 1e-7, true},
+      // octet.QMatMul's faster GeLU (A&S 7.1.26 erfc): the documented 2e-7 max(1, |x|).
+      {UnaryOp::GeluErfFast, "gelu_fast", gelu_erf_ref, -10.0f, 10.0f, 2e-7, true},
   };
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);
@@ -120,6 +123,40 @@ TEST(CpuVecOps, SpecialValues) {
     EXPECT_TRUE(std::signbit(ry[1]));
     EXPECT_EQ(ry[2], 0.0f);
     EXPECT_EQ(ry[3], 3.0f);
+  }
+}
+
+// octet.QMatMul's fast GeLU on the edges, against the reference GeLU (GeluErf) at each ISA:
+// zeros and tiny values keep x / 2 (relative, where an absolute bound would allow 0), the
+// large positive side is x, the large negative side 0 (not a leftover of erfc's fit times a
+// huge h), and infinities and NaN come out as the reference gives them.
+TEST(CpuVecOps, GeluFastEdgeValuesAsTheReferenceGelu) {
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<float> x = {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-38f, -1e-38f, 1e-30f, -1e-30f, 1e-7f, -1e-7f, 1.0f,
+                                -1.0f, 5.0f, -5.0f, 9.0f, -9.0f, 12.0f, -12.0f, 13.0f, -13.0f, 20.0f, -20.0f, 1e4f,
+                                -1e4f, 1e20f, -1e20f, 3e38f, -3e38f, inf, -inf, nan, -nan};
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    std::vector<float> fast(x.size()), ref(x.size());
+    unary(UnaryOp::GeluErfFast, x.data(), fast.data(), static_cast<int64_t>(x.size()));
+    unary(UnaryOp::GeluErf, x.data(), ref.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      char at[64];
+      std::snprintf(at, sizeof at, "%s x=%g", isa_name(level), double{x[i]});
+      if (std::isnan(ref[i]) || std::isinf(ref[i])) {
+        EXPECT_TRUE(std::isnan(ref[i]) ? std::isnan(fast[i]) : fast[i] == ref[i]) << at << " got " << fast[i] << " want " << ref[i];
+        continue;
+      }
+      const double want = gelu_erf_ref(x[i]);
+      if (std::fabs(x[i]) < 1e-6f) {  // 0.5 x (1 + x sqrt(2/pi) / 2 + ...): x / 2 to float rounding
+        EXPECT_LE(std::fabs(fast[i] - want), 1e-6 * std::fabs(want) + 0x1p-150) << at << " got " << fast[i];
+      } else {
+        EXPECT_LE(std::fabs(fast[i] - want), 2e-7 * std::max(1.0, std::fabs(double{x[i]}))) << at << " got " << fast[i];
+      }
+      if (x[i] <= -13.0f) {
+        EXPECT_LE(std::fabs(fast[i]), 1e-30f) << at << " got " << fast[i];
+      }
+    }
   }
 }
 

@@ -186,7 +186,9 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
   for (int64_t m = begin; m < end; ++m) {
     float* row = buffered ? buffer.data() : static_cast<float*>(out.y) + m * n;
     q.scale_row(sums + (m - begin) * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
-    if (activation_ != Activation::None) cpu::gelu(row, row, n, activation_ == Activation::GeluTanh);
+    // GeLU(erf) as the fused primitive's post-op approximates it (vec_impl.h gelu_erf_fast).
+    if (activation_ == Activation::GeluErf) cpu::unary(cpu::UnaryOp::GeluErfFast, row, row, n);
+    if (activation_ == Activation::GeluTanh) cpu::gelu(row, row, n, true);
     if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
     if (residual) cpu::add_bias(row, residual + m * n, row, n);
     uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;

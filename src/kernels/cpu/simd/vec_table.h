@@ -7,7 +7,8 @@
 
 namespace octet::cpu {
 
-enum class UnaryOp : int { Exp, Tanh, Erf, Sigmoid, Sqrt, Relu, GeluErf, GeluTanh, kCount };
+// GeluErfFast: octet.QMatMul's epilogue GeLU (vec_impl.h), not an ONNX op's.
+enum class UnaryOp : int { Exp, Tanh, Erf, Sigmoid, Sqrt, Relu, GeluErf, GeluTanh, GeluErfFast, kCount };
 enum class BinaryOp : int { Add, Sub, Mul, Div, kCount };
 
 constexpr int kUnaryOps = static_cast<int>(UnaryOp::kCount);

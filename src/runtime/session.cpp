@@ -4,6 +4,9 @@
 #include "runtime/execution_order.h"
 
 #include <omp.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <map>
@@ -81,7 +84,20 @@ void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
 }
 
 Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
-    : graph_(std::move(graph)), options_(options) {
+    : Session(OwnedGraph{std::move(graph), nullptr}, std::move(options)) {}
+
+// The Graph was created mutable (load_model, make_shared<Graph>), so changing it through
+// this pointer is well defined; it is done only when nobody else can see the change.
+Session::OwnedGraph Session::own(std::shared_ptr<Graph> graph, bool release) {
+  Graph* releasable = release && graph.use_count() == 1 ? graph.get() : nullptr;
+  return {std::move(graph), releasable};
+}
+
+Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
+    : Session(own(std::move(graph), options.release_packed_weights), options) {}
+
+Session::Session(OwnedGraph graph, SessionOptions options)
+    : graph_(std::move(graph.graph)), releasable_(graph.releasable), options_(options) {
   OCTET_ASSERT(options_.threads >= 0, "SessionOptions.threads must be >= 0");
   threads_ = options_.threads > 0 ? options_.threads : std::max(1, omp_get_num_procs());
   for (const Value* v : graph_->values()) {
@@ -92,33 +108,30 @@ Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
   select_kernels();
   plan_lifetimes();
   compile_shapes();
-}
-
-Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
-    : Session(std::shared_ptr<const Graph>(graph), options) {
-  // The Graph was created mutable (load_model, make_shared<Graph>), so changing it through
-  // this pointer is well defined; it is done only when nobody else can see the change.
-  Graph& mutable_graph = *graph;
-  graph.reset();
-  if (options_.release_packed_weights && graph_.use_count() == 1) release_packed_weights(mutable_graph);
-}
-
-void Session::release_packed_weights(Graph& graph) {
-  std::unordered_map<const Node*, const Step*> step_of;
-  for (const Step& step : steps_) step_of.emplace(step.node, &step);
-  for (Value* v : graph.initializers()) {
-    // Graph inputs may be overridden by a run, graph outputs are returned from the data.
-    if (!v->constant() || v->is_graph_input() || v->is_graph_output() || v->uses().empty()) continue;
-    bool owned = true;
-    for (const Use& u : v->uses()) {
-      const Step* step = u.implicit ? nullptr : step_of.at(u.node);
-      owned &= step && step->state && step->state->owns_input(static_cast<size_t>(u.index));
-    }
-    if (!owned) continue;
-    released_weight_bytes_ += graph.release_initializer_data(v);
-    ++released_weights_;
-    released_[slot_of(v)] = 1;
+  if (releasable_) {
+#ifdef __GLIBC__
+    // Hand the heap's free pages back: loading and optimizing a model frees hundreds of MB
+    // in blocks under glibc's mmap threshold (protobuf's strings, folded and merged
+    // constants, the weights released here), which glibc otherwise keeps resident.
+    // SmolLM2's int8 decode export: 457 -> 312 MB resident once the session is made.
+    malloc_trim(0);
+#endif
+    releasable_ = nullptr;
   }
+}
+
+void Session::release_if_packed(Value* v, const std::unordered_map<const Node*, size_t>& step_of) {
+  // Graph inputs may be overridden by a run, graph outputs are returned from the data.
+  if (!v->constant() || v->data_released() || v->is_graph_input() || v->is_graph_output() || v->uses().empty())
+    return;
+  for (const Use& u : v->uses()) {
+    auto it = u.implicit ? step_of.end() : step_of.find(u.node);
+    const Step* step = it == step_of.end() ? nullptr : &steps_[it->second];
+    if (!step || !step->state || !step->state->owns_input(static_cast<size_t>(u.index))) return;
+  }
+  released_weight_bytes_ += releasable_->release_initializer_data(v);
+  ++released_weights_;
+  released_[slot_of(v)] = 1;
 }
 
 void Session::select_kernels() {
@@ -148,6 +161,7 @@ void Session::select_kernels() {
   check_static_sizes(*graph_);
 
   std::map<int, size_t> last_reader;
+  std::unordered_map<const Node*, size_t> step_of;  // nodes prepared so far (releasable_ only)
   const WeightPackingScope packing(options_.pack_weights);
   for (const Node* n : execution_order(*graph_)) {
     Step step{n, reference.find_def(n->domain(), n->op_type()), false, nullptr, {}, {}, {}, {}, false, false};
@@ -186,6 +200,13 @@ void Session::select_kernels() {
                                                            op == "Unsqueeze" || op == "Flatten" || op == "Transpose");
     }
     steps_.push_back(std::move(step));
+    // A weight's plain copy goes as soon as its last reader has packed it, so the plain and
+    // the packed copies of the whole model are never resident together.
+    if (releasable_) {
+      step_of.emplace(n, steps_.size() - 1);
+      for (const Value* v : n->inputs())
+        if (v && v->constant()) release_if_packed(releasable_->value(v->name()), step_of);
+    }
   }
   std::set<int> keep;  // graph outputs and constants live for the whole run
   for (const Value* v : graph_->outputs()) keep.insert(slot_of(v));

@@ -168,9 +168,19 @@ class Session {
   };
   class RunAllocator;
 
+  // The graph and, when this session may release its weights' data (sole owner, option
+  // on), the same graph as mutable.
+  struct OwnedGraph {
+    std::shared_ptr<const Graph> graph;
+    Graph* releasable = nullptr;
+  };
+  static OwnedGraph own(std::shared_ptr<Graph> graph, bool release);
+  Session(OwnedGraph graph, SessionOptions options);
+
   int slot_of(const Value* v) const;
   void select_kernels();
-  void release_packed_weights(Graph& graph);
+  // Drops the graph's data of `v` once every reader's kernel is prepared and keeps it packed.
+  void release_if_packed(Value* v, const std::unordered_map<const Node*, size_t>& step_of);
   void plan_lifetimes();
   void compile_shapes();
   std::shared_ptr<const RunPlan> plan_for(const Bindings& bindings) const;
@@ -187,6 +197,7 @@ class Session {
   bool run_view_step(const Step& step, const RunPlan& plan, std::vector<std::shared_ptr<const Tensor>>& values) const;
 
   std::shared_ptr<const Graph> graph_;
+  Graph* releasable_ = nullptr;  // set only while the constructor runs (OwnedGraph)
   SessionOptions options_;
   int threads_ = 1;
   std::unordered_map<const Value*, int> slots_;

@@ -21,6 +21,7 @@
 
 #include "cpu_test_util.h"
 #include "isa_child_runs.h"
+#include "nbits_test_util.h"
 #include "kernels/cpu/matmul_nbits.h"
 #include "kernels/cpu/simd/nbits_packed.h"
 #include "quant/block_quant.h"
@@ -29,72 +30,15 @@ namespace octet {
 namespace {
 
 using testing::Tolerance;
-
-struct NbitsCase {
-  int bits = 4;
-  int64_t K = 64, N = 8, block = 32;
-  bool symmetric = true;
-  std::vector<int64_t> a_shape = {1, 64};
-  bool bias = false;
-  int threads = 1;
-  std::string label() const {
-    std::string s = "bits " + std::to_string(bits) + " K " + std::to_string(K) + " N " + std::to_string(N) + " block " +
-                    std::to_string(block) + (symmetric ? " sym" : " asym") + " A [";
-    for (int64_t d : a_shape) s += std::to_string(d) + ",";
-    return s + "]" + (bias ? " bias" : "") + " threads " + std::to_string(threads);
-  }
-};
-
-// Weights in [-1, 1], except that column 0's first block is all >= 0 (zero point 0 when
-// asymmetric) and column 1's (when N > 1) all <= 0 (zero point 2^bits - 1).
-Tensor weights(int64_t K, int64_t N, uint32_t seed, int64_t block) {
-  Tensor w = testing::random_f32({K, N}, seed, -1.0f, 1.0f);
-  float* p = w.mutable_data<float>();
-  for (int64_t k = 0; k < std::min(K, block); ++k) {
-    p[k * N] = std::fabs(p[k * N]);
-    if (N > 1) p[k * N + 1] = -std::fabs(p[k * N + 1]);
-  }
-  return w;
-}
-
-std::shared_ptr<const Graph> nbits_graph(const NbitsCase& c, const quant::NbitsTensors& t, const Tensor* bias) {
-  auto g = std::make_shared<Graph>();
-  g->opset_imports[""] = 21;
-  g->opset_imports["com.microsoft"] = 1;
-  g->add_input("A", TensorType(DType::Float32, DimVector(c.a_shape.begin(), c.a_shape.end())));
-  g->add_initializer("B", std::make_shared<Tensor>(t.b));
-  g->add_initializer("scales", std::make_shared<Tensor>(t.scales));
-  std::vector<std::string> ins = {"A", "B", "scales"};
-  if (t.zero_points) g->add_initializer("zp", std::make_shared<Tensor>(*t.zero_points));
-  ins.push_back(t.zero_points ? "zp" : "");
-  if (bias) {
-    g->add_initializer("bias", std::make_shared<Tensor>(*bias));
-    ins.push_back("");
-    ins.push_back("bias");
-  }
-  g->add_node("MatMulNBits", ins, {"Y"},
-              {Attribute::make_int("K", c.K), Attribute::make_int("N", c.N), Attribute::make_int("bits", c.bits),
-               Attribute::make_int("block_size", c.block)},
-              "com.microsoft", "nbits_under_test");
-  g->mark_output(g->value("Y"));
-  return g;
-}
-
-class ActivationsScope {  // the decode GEMV's activation precision for its lifetime
- public:
-  explicit ActivationsScope(cpu::NbitsActivations mode) : previous_(cpu::nbits_activations()) {
-    cpu::set_nbits_activations(mode);
-  }
-  ~ActivationsScope() { cpu::set_nbits_activations(previous_); }
-
- private:
-  cpu::NbitsActivations previous_;
-};
+using testing::ActivationsScope;
+using testing::NbitsCase;
+using testing::nbits_graph;
+using testing::nbits_weights;
 
 // The float-activation paths (decode GEMV forced to float, prefill GEMM) against the reference.
 void check(const NbitsCase& c, uint32_t seed = 1) {
   ActivationsScope float_activations(cpu::NbitsActivations::Float);
-  const Tensor w = weights(c.K, c.N, seed, c.block);
+  const Tensor w = nbits_weights(c.K, c.N, seed, c.block);
   const quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
   const quant::NbitsTensors t = quant::to_matmul_nbits(q);
   if (!c.symmetric && c.N > 1) {  // the edge zero points the weights were built for
@@ -200,7 +144,7 @@ std::vector<double> rounding_bound(const quant::BlockQuantized& q, const Tensor&
 // `tweak` may change the quantized weights before they are written out (zero points).
 int check_int8(const NbitsCase& c, uint32_t seed = 1, bool force_int8 = true, int* int16_levels = nullptr,
                const std::function<void(quant::BlockQuantized&)>& tweak = nullptr) {
-  const Tensor w = weights(c.K, c.N, seed, c.block);
+  const Tensor w = nbits_weights(c.K, c.N, seed, c.block);
   quant::BlockQuantized q = quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, c.bits, c.block, c.symmetric);
   if (tweak) tweak(q);
   const quant::NbitsTensors t = quant::to_matmul_nbits(q);
@@ -355,7 +299,7 @@ TEST(CpuMatMulNBits, ActivationsAutoByDefault) {
 
 TEST(CpuMatMulNBits, DeclinesWhatItDoesNotHandle) {
   NbitsCase c{4, 64, 8, 16, true, {1, 64}};  // block 16: not a multiple of 32
-  const Tensor w = weights(c.K, c.N, 3, c.block);
+  const Tensor w = nbits_weights(c.K, c.N, 3, c.block);
   auto g = nbits_graph(c, quant::to_matmul_nbits(quant::quantize_blocks_rtn(w.data<float>(), c.K, c.N, 4, 16, true)),
                        nullptr);
   SessionOptions o;

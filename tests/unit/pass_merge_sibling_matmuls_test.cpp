@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/matmul_nbits.h"
 #include "kernels/dispatch/cpu_features.h"
+#include "nbits_test_util.h"
 #include "pass_test_util.h"
 #include "quant/block_quant.h"
 
@@ -78,14 +79,7 @@ void expect_identical(const NamedTensors& got, const NamedTensors& want, const s
   }
 }
 
-class ActivationsScope {
- public:
-  explicit ActivationsScope(cpu::NbitsActivations m) : previous_(cpu::nbits_activations()) { cpu::set_nbits_activations(m); }
-  ~ActivationsScope() { cpu::set_nbits_activations(previous_); }
-
- private:
-  cpu::NbitsActivations previous_;
-};
+using testing::ActivationsScope;
 
 // Merges, then runs both graphs on the optimized kernels: the same bytes everywhere.
 std::shared_ptr<Graph> merge_and_compare(const std::vector<Proj>& projs, const std::vector<int64_t>& rows) {

@@ -101,11 +101,11 @@ void run_bench(const Options& o) {
   std::unique_ptr<SessionLoop> loop;
   if (o.mode == "in-place") {
     std::string why;
-    runner = generate::make_in_place_runner(graph, so, &why);
+    runner = generate::make_in_place_runner(std::move(graph), so, &why);  // sole owner: weights kept once
     if (!runner) fail(o.model, ": the in-place runner refuses it: ", why);
     runner->reserve(o.past + o.warmup + o.iters + 1);
   } else {
-    loop = std::make_unique<SessionLoop>(graph, so);
+    loop = std::make_unique<SessionLoop>(std::move(graph), so);
   }
   RunProfile profile;
   auto step = [&](const std::vector<int64_t>& ids, bool profiled) {

@@ -179,7 +179,7 @@ void gemv_any(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
 NbitsPackedKernels nbits_packed_kernels_vnni() {
   if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl"))
     return {};
-  return {quantize, gemv_any};
+  return {quantize, gemv_any, dequant_packed_panel_avx512};
 }
 
 }  // namespace octet::cpu

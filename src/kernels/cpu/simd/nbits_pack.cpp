@@ -52,4 +52,61 @@ NbitsPacked pack_nbits(int bits, int64_t N, int64_t k_blocks, int64_t block, con
   return p;
 }
 
+namespace {
+
+// What every reader of the panel layout needs per panel and block: where the codes and
+// scales are, and column c's zero point.
+struct PanelBlock {
+  const uint8_t* codes;
+  const float* scales;
+  const int32_t* zeros;  // null when uniform
+  int32_t zero(const NbitsPacked& w, int64_t c) const { return zeros ? zeros[c] & 0xffff : w.zero; }
+};
+
+PanelBlock panel_block(const NbitsPacked& w, int64_t panel, int64_t kb) {
+  const uint8_t* p = w.stream.raw() + (panel * w.k_blocks + kb) * w.block_bytes;
+  return {p, reinterpret_cast<const float*>(p + w.codes_bytes),
+          w.uniform_zero ? nullptr : reinterpret_cast<const int32_t*>(p + w.codes_bytes + kNbitsPanel * 4)};
+}
+
+// Column c's code of k (counted inside the block), from the layout in nbits_packed.h.
+int packed_code(const NbitsPacked& w, const uint8_t* codes, int64_t c, int64_t k) {
+  if (w.bits == 8) return codes[((k / 4) * kNbitsPanel + c) * 4 + k % 4];
+  const uint8_t byte = codes[((k / 8) * kNbitsPanel + c) * 4 + k % 4];
+  return k % 8 < 4 ? byte & 0x0f : byte >> 4;
+}
+
+}  // namespace
+
+void dequant_packed_panel_generic(const NbitsPacked& w, int64_t panel, int64_t K, float* dst, int64_t ldd) {
+  for (int64_t kb = 0; kb < w.k_blocks; ++kb) {
+    const PanelBlock b = panel_block(w, panel, kb);
+    const int64_t len = std::min(w.block, K - kb * w.block);
+    for (int64_t c = 0; c < kNbitsPanel; ++c) {
+      const float scale = b.scales[c], zero_scale = static_cast<float>(b.zero(w, c)) * scale;
+      for (int64_t k = 0; k < len; ++k)
+        dst[(kb * w.block + k) * ldd + c] = static_cast<float>(packed_code(w, b.codes, c, k)) * scale - zero_scale;
+    }
+  }
+}
+
+NbitsUnpacked unpack_nbits(const NbitsPacked& w) {
+  const int64_t blob = w.block * w.bits / 8, count = w.N * w.k_blocks;
+  NbitsUnpacked u;
+  u.b.assign(static_cast<size_t>(count * blob), 0);
+  u.scales.resize(static_cast<size_t>(count));
+  u.zeros.resize(static_cast<size_t>(count));
+  for (int64_t n = 0; n < w.N; ++n)
+    for (int64_t kb = 0; kb < w.k_blocks; ++kb) {
+      const PanelBlock b = panel_block(w, n / kNbitsPanel, kb);
+      const int64_t c = n % kNbitsPanel, cell = n * w.k_blocks + kb;
+      u.scales[cell] = b.scales[c];
+      u.zeros[cell] = static_cast<uint8_t>(b.zero(w, c));
+      uint8_t* dst = u.b.data() + cell * blob;
+      for (int64_t k = 0; k < w.block; ++k)
+        dst[k * w.bits / 8] |= static_cast<uint8_t>(packed_code(w, b.codes, c, k) << (w.bits == 4 ? 4 * (k & 1) : 0));
+    }
+  return u;
+}
+
 }  // namespace octet::cpu

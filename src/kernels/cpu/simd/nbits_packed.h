@@ -50,6 +50,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -99,11 +100,31 @@ struct NbitsQuantizeArgs {
   int32_t* a_zero = nullptr;
 };
 
+// One panel's weights dequantized to float, dst[k * ldd + c] = scale * (code - zero) for
+// k < K and the panel's 16 columns c (padding columns: 0), computed as code * scale -
+// zero * scale (one FMA where the ISA has it), as the file-layout dequantization
+// (nbits_table.h) does. The prefill path's weights when the session keeps only the
+// panels; ldd >= 16.
+using NbitsPackedDequantFn = void (*)(const NbitsPacked& w, int64_t panel, int64_t K, float* dst, int64_t ldd);
+void dequant_packed_panel_generic(const NbitsPacked& w, int64_t panel, int64_t K, float* dst, int64_t ldd);
+void dequant_packed_panel_avx512(const NbitsPacked& w, int64_t panel, int64_t K, float* dst, int64_t ldd);
+
 struct NbitsPackedKernels {
   void (*quantize)(const NbitsQuantizeArgs& q) = nullptr;
   // Panels p0 <= p < p1 of y, every row.
   void (*gemv)(const NbitsPackedArgs& g, int64_t p0, int64_t p1) = nullptr;
+  NbitsPackedDequantFn dequant = nullptr;
 };
+
+// The inverse of pack_nbits: the file's layout back (b [N, k_blocks, block * bits / 8],
+// scales [N, k_blocks], zero points as integers [N, k_blocks]), for a kernel that kept only
+// the panels and hands its node to the reference kernel.
+struct NbitsUnpacked {
+  std::vector<uint8_t> b;
+  std::vector<float> scales;
+  std::vector<uint8_t> zeros;
+};
+NbitsUnpacked unpack_nbits(const NbitsPacked& w);
 
 // The AVX512-VNNI kernels, or nulls where the CPU lacks them.
 NbitsPackedKernels nbits_packed_kernels_vnni();

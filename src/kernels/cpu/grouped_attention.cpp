@@ -11,8 +11,9 @@
 // The dot product and the axpy are plain loops the compiler vectorizes; the row function
 // is compiled three times (generic, AVX2+FMA, AVX-512) and the active ISA level picks one
 // (kernels/dispatch/cpu_features.h). At AVX-512 with head size 64 or 128 all the query
-// heads of a key/value group run at once instead (grouped_attention_avx512.cpp). Rows are spread over threads only when the step is
-// big enough to pay for waking them (a prefill chunk, a long cache).
+// heads of a key/value group run at once instead (grouped_attention_avx512.cpp), their
+// units shared with work_sharing.h's helpers; the other rows are spread over OpenMP threads
+// only when the step is big enough to pay for waking them (a prefill chunk, a long cache).
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -8,12 +8,12 @@
 // key / value row is loaded once for the G heads, and y is stored once. The scores go 16
 // keys at a time: q . k_j as 16 lanes of FMAs over D for each of the 16 keys, then the 16
 // horizontal sums in one transposing reduction (sum_lanes16), so the scale and an additive
-// mask row apply to a whole zmm of scores. That reduction adds the lanes in a different
-// order than the generic row (which adds them one by one): outputs agree with it to float
-// rounding, not bit for bit. p_j v_j is added over j in order by FMAs, then times 1 / sum.
-// Against the one-by-one lane sums (session 13, SmolLM2 decode shapes, 30 layers, caches
-// in L2/L3, 1 thread, load 11): 5.7 -> 4.0 us per layer at T 129, 8.2 -> 5.6 at 192, 10.7 ->
-// 7.4 at 256; with the caches evicted to DRAM both take the same time (8-17 us: memory-bound).
+// mask row apply to a whole zmm of scores. The lanes are added in the generic row's order,
+// so the outputs are the same bits as before (SmolLM2 int4/int8/fp32: the same greedy tokens).
+// p_j v_j is added over j in order by FMAs, then times 1 / sum. Against the scalar lane sums
+// (session 13, SmolLM2 decode shapes, 30 layers, caches in L2/L3, 1 thread, load 11):
+// 5.7 -> 4.3 us per layer at T 129, 8.2 -> 5.8 at 192, 10.7 -> 7.8 at 256; with the caches
+// evicted to DRAM both take about the same time (9-19 us: memory-bound).
 // Software prefetch of the key and value rows measured 0.36-0.45 ms per SmolLM2 int4 step
 // for the 30 layers against 0.60-0.78 without (profile, 1 thread, load 3).
 
@@ -36,24 +36,39 @@ constexpr int kBlock = 16;  // keys per score block: one zmm of scores
 // rows as the scores of their keys are computed, for the second loop.
 constexpr int64_t kAhead = 16;
 
-// Lane j of the result is the sum of the 16 lanes of a[j]: the 16 horizontal sums of a
-// block of keys as 15 adds and 30 shuffles, instead of 16 stores and 240 scalar adds.
-// (Pairs of lanes, then quads within each 128-bit lane, then across the four 128-bit
-// lanes; a reassociation of the sum the generic row does lane by lane.)
+// Lane j of the result is the sum of the 16 lanes of a[j], added lane by lane in order
+// (0 + lane 0 + lane 1 + ... + lane 15), exactly as the generic row and the scalar loop this
+// replaces add them, so the scores keep their bits: the 16 vectors are transposed (a 16x16
+// transpose in 64 shuffles) and the transposed rows added in order, 16 keys at a time,
+// instead of 16 stores and 256 scalar adds. (A reassociating tree reduction is cheaper
+// still, but it moved a near-tie of SmolLM2 int4's greedy tokens.)
 __attribute__((always_inline)) inline __m512 sum_lanes16(const __m512 (&a)[kBlock]) {
-  __m512 x[8];
-  for (int i = 0; i < 8; ++i)  // per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3]
-    x[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  __m512 y[4];
-  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: keys 4i..4i+3, that lane's part of each sum
-    const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(x[2 * i]), _mm512_castps_pd(x[2 * i + 1]));
-    const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(x[2 * i]), _mm512_castps_pd(x[2 * i + 1]));
-    y[i] = _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: rows 2i, 2i+1 interleaved
+    t[2 * i] = _mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]);
   }
-  // Across the 128-bit lanes: 128-bit lane i of the result gets y[i]'s four lanes added.
-  const __m512 z0 = _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x88), _mm512_shuffle_f32x4(y[0], y[1], 0xDD));
-  const __m512 z1 = _mm512_add_ps(_mm512_shuffle_f32x4(y[2], y[3], 0x88), _mm512_shuffle_f32x4(y[2], y[3], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, 0x88), _mm512_shuffle_f32x4(z0, z1, 0xDD));
+  for (int i = 0; i < 4; ++i) {  // u[4i + m], 128-bit lane k: lane 4k + m of rows 4i..4i+3
+    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  __m512 col[16];  // col[c], lane j: lane c of a[j]
+  for (int m = 0; m < 4; ++m) {  // the 4x4 transpose of 128-bit lanes of u[m], u[4+m], u[8+m], u[12+m]
+    const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+    col[m] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    col[4 + m] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    col[8 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    col[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+  __m512 sum = _mm512_setzero_ps();
+  for (int c = 0; c < 16; ++c) sum = _mm512_add_ps(sum, col[c]);
+  return sum;
 }
 
 template <int D, int G>

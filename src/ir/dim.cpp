@@ -295,6 +295,8 @@ bool Dim::is_symbol() const {
 
 std::string Dim::symbol_name() const { return is_symbol() ? terms_[0].factors[0].atom->name : ""; }
 
+const std::string* Dim::symbol_name_ptr() const { return is_symbol() ? &terms_[0].factors[0].atom->name : nullptr; }
+
 std::set<std::string> Dim::symbols() const {
   std::set<std::string> out;
   for (const auto& t : terms_)

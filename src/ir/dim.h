@@ -60,6 +60,9 @@ class Dim {
   bool is_symbol() const;
   // The symbol's name; empty unless is_symbol().
   std::string symbol_name() const;
+  // The symbol's name without a copy; nullptr unless is_symbol() (binding inputs' dims at
+  // every run: no string copy per dim).
+  const std::string* symbol_name_ptr() const;
 
   // Every symbol name this dim mentions, through opaque atoms too.
   std::set<std::string> symbols() const;

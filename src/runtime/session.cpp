@@ -56,11 +56,13 @@ void bind_dims_with(const DimVector& declared, const std::vector<int64_t>& actua
          declared.size(), " ", dims_to_string(declared));
   for (size_t i = 0; i < declared.size(); ++i) {
     const Dim& d = declared[i];
-    if (d.is_symbol()) {
-      const std::string name = d.symbol_name();
-      auto [it, inserted] = bindings.emplace(name, actual[i]);
-      if (!inserted && it->second != actual[i])
-        fail(what(), " dim ", i, " is ", actual[i], " but '", name, "' is already ", it->second,
+    if (const std::string* name = d.symbol_name_ptr()) {
+      // find first: a map's emplace allocates a node even when the key is there, and a
+      // decode step binds the same few symbols from some 180 inputs
+      auto it = bindings.lower_bound(*name);
+      if (it == bindings.end() || it->first != *name) bindings.emplace_hint(it, *name, actual[i]);
+      else if (it->second != actual[i])
+        fail(what(), " dim ", i, " is ", actual[i], " but '", *name, "' is already ", it->second,
              " from another input");
       continue;
     }

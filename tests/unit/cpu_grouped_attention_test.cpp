@@ -174,6 +174,12 @@ std::vector<Case> cases() {
       {1, 2, 2, 1, 40, 64, 64, {1, 2, 1, 41}},                  // MHA: 1 per group
       {1, 6, 3, 1, 20, 64, 64, {}, {1, 6, 1, 21}},              // 2 per group, keep per head
       {1, 3, 1, 2, 9, 128, 128, {1, 1, 2, 11}},                 // D 128, 3 per group: the generic rows
+      // The group rows' 16-key score blocks: exactly one and two blocks, a block and one
+      // key, a mask per head, a mask broadcast along the keys (the scalar mask path), batch 2.
+      {1, 9, 3, 1, 15, 64, 64, {1, 1, 1, 16}},
+      {1, 6, 2, 1, 31, 64, 64, {1, 6, 1, 32}},
+      {2, 8, 4, 1, 16, 128, 128, {2, 1, 1, 17}, {}, 2},
+      {1, 3, 3, 1, 46, 64, 64, {1, 1, 1, 1}},
   };
 }
 

@@ -29,6 +29,10 @@ TEST(Dim, SymbolsStaySymbolic) {
   EXPECT_TRUE(seq.is_symbol());
   EXPECT_FALSE((seq * 2).is_symbol());
   EXPECT_EQ((seq - 1).to_string(), "seq - 1");
+  ASSERT_NE(seq.symbol_name_ptr(), nullptr);
+  EXPECT_EQ(*seq.symbol_name_ptr(), "seq");
+  EXPECT_EQ((seq * 2).symbol_name_ptr(), nullptr);
+  EXPECT_EQ(Dim(3).symbol_name_ptr(), nullptr);
 }
 
 TEST(Dim, ReshapeMathSimplifiesBackToSymbols) {

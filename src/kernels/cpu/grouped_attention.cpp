@@ -11,8 +11,9 @@
 // The dot product and the axpy are plain loops the compiler vectorizes; the row function
 // is compiled three times (generic, AVX2+FMA, AVX-512) and the active ISA level picks one
 // (kernels/dispatch/cpu_features.h). At AVX-512 with head size 64 or 128 all the query
-// heads of a key/value group run at once instead (grouped_attention_avx512.cpp). Rows are spread over threads only when the step is
-// big enough to pay for waking them (a prefill chunk, a long cache).
+// heads of a key/value group run at once instead (grouped_attention_avx512.cpp), their
+// units shared with work_sharing.h's helpers; the other rows are spread over OpenMP threads
+// only when the step is big enough to pay for waking them (a prefill chunk, a long cache).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -22,7 +23,9 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/grouped_attention_group.h"
 #include "kernels/cpu/simd_kernels.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/cpu/vec_ops.h"
+#include "kernels/cpu/work_sharing.h"
 #include "kernels/dispatch/cpu_features.h"
 #include "kernels/ref/ref_grouped_attention.h"
 
@@ -30,6 +33,12 @@ namespace octet {
 namespace {
 
 #define OCTET_INLINE inline __attribute__((always_inline))
+
+// Multiply-adds (over all rows, keys and head dims) below which the group rows run on the
+// calling thread alone: the threshold the OpenMP split had (SmolLM2 decode: 228 keys).
+// Sharing from 57 keys on measured slower in the decode step at load 4 (a helper preempted
+// mid-unit keeps the caller waiting), though faster in isolation.
+constexpr int64_t kShareMinWork = 256 * 1024;
 
 // One query row: y[0, Dv) for (b, h, i); `s` holds kv_len scores of scratch.
 template <int kUnused>
@@ -187,14 +196,22 @@ void grouped_attention_f32(KernelContext& ctx) {
           ? cpu::group_rows_avx512(c.head_k, per_group)
           : nullptr;
   if (group_rows) {  // every query head of a group at once (grouped_attention_group.h)
+    // A decode step has one unit per key/value group (SmolLM2: 3) of a few microseconds
+    // each: share_work (work_sharing.h) hands them to a helper thread that is still
+    // spinning from the step's GEMVs, where an OpenMP fork/join would wait for a sleeping
+    // thread on a busy machine. Scores come from per-thread scratch (no allocation).
     const int64_t units = c.batch * c.groups * c.q_len;
-    cpu::parallel_ranges(ctx, units, rows * c.kv_len * (c.head_k + c.head_v) / 8, [&](int64_t u0, int64_t u1) {
-      std::vector<float> scores(static_cast<size_t>(per_group * std::max<int64_t>(c.kv_len, 1)));
+    const int threads = rows * c.kv_len * (c.head_k + c.head_v) >= kShareMinWork ? ctx.threads() : 1;
+    const int64_t chunk = std::max<int64_t>(1, units / (4 * std::max(threads, 1)));
+    auto run = [&](int64_t u0, int64_t u1) {
+      float* scores = cpu::thread_scratch_as<float>(cpu::Scratch::GroupedAttentionScores,
+                                                    per_group * std::max<int64_t>(c.kv_len, 1));
       for (int64_t u = u0; u < u1; ++u) {  // u runs over (b, g, i)
         const int64_t i = u % c.q_len, g = (u / c.q_len) % c.groups, b = u / (c.q_len * c.groups);
-        group_rows(c, vec, b, g, i, scores.data(), y + (b * c.q_len + i) * c.heads * c.head_v + g * per_group * c.head_v);
+        group_rows(c, vec, b, g, i, scores, y + (b * c.q_len + i) * c.heads * c.head_v + g * per_group * c.head_v);
       }
-    });
+    };
+    cpu::share_work(threads, units, chunk, run);
     return;
   }
   const RowFn row = row_for(active_isa());

@@ -5,14 +5,17 @@
 // value row once per query head of its group (SmolLM2: 3 times), ends every q . k_j in
 // a horizontal sum, and accumulates y in memory, a store-to-load chain per key. Here the
 // G heads' query rows and output accumulators live in registers (G * D / 16 of each), each
-// key / value row is loaded once for the G heads, and y is stored once. The arithmetic is
-// what gcc makes of the generic AVX-512 row, operation for operation: q . k_j as 16 lanes
-// of FMAs over D, the lanes then added one by one in order (so each score is one short
-// chain, overlapped across heads and keys), p_j v_j added over j in order by FMAs, then
-// times 1 / sum. Software prefetch of the key and value rows measured 0.36-0.45 ms per
-// SmolLM2 int4 step for the 30 layers against 0.60-0.78 without (profile, 1 thread, load 3).
-// With gcc the outputs are the same bits (SmolLM2 int4/int8/fp32 decode:
-// the same 48 greedy tokens); tests hold it to the reference within float rounding.
+// key / value row is loaded once for the G heads, and y is stored once. The scores go 16
+// keys at a time: q . k_j as 16 lanes of FMAs over D for each of the 16 keys, then the 16
+// horizontal sums in one transposing reduction (sum_lanes16), so the scale and an additive
+// mask row apply to a whole zmm of scores. The lanes are added in the generic row's order,
+// so the outputs are the same bits as before (SmolLM2 int4/int8/fp32: the same greedy tokens).
+// p_j v_j is added over j in order by FMAs, then times 1 / sum. Against the scalar lane sums
+// (session 13, SmolLM2 decode shapes, 30 layers, caches in L2/L3, 1 thread, load 11):
+// 5.7 -> 4.3 us per layer at T 129, 8.2 -> 5.8 at 192, 10.7 -> 7.8 at 256; with the caches
+// evicted to DRAM both take about the same time (9-19 us: memory-bound).
+// Software prefetch of the key and value rows measured 0.36-0.45 ms per SmolLM2 int4 step
+// for the 30 layers against 0.60-0.78 without (profile, 1 thread, load 3).
 
 // gcc reports the intrinsics' own temporaries (_mm512_set1_ps and friends).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -27,7 +30,46 @@
 namespace octet::cpu {
 namespace {
 
-constexpr int64_t kAhead = 8;  // key rows prefetched ahead (a prefetch past the cache is harmless)
+constexpr int kBlock = 16;  // keys per score block: one zmm of scores
+// The caches come from memory (a decode step's weight stream evicts them from the caches):
+// keys are prefetched this many rows ahead (a prefetch past the cache is harmless), value
+// rows as the scores of their keys are computed, for the second loop.
+constexpr int64_t kAhead = 16;
+
+// Lane j of the result is the sum of the 16 lanes of a[j], added lane by lane in order
+// (0 + lane 0 + lane 1 + ... + lane 15), exactly as the generic row and the scalar loop this
+// replaces add them, so the scores keep their bits: the 16 vectors are transposed (a 16x16
+// transpose in 64 shuffles) and the transposed rows added in order, 16 keys at a time,
+// instead of 16 stores and 256 scalar adds. (A reassociating tree reduction is cheaper
+// still, but it moved a near-tie of SmolLM2 int4's greedy tokens.)
+__attribute__((always_inline)) inline __m512 sum_lanes16(const __m512 (&a)[kBlock]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: rows 2i, 2i+1 interleaved
+    t[2 * i] = _mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4i + m], 128-bit lane k: lane 4k + m of rows 4i..4i+3
+    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  __m512 col[16];  // col[c], lane j: lane c of a[j]
+  for (int m = 0; m < 4; ++m) {  // the 4x4 transpose of 128-bit lanes of u[m], u[4+m], u[8+m], u[12+m]
+    const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+    col[m] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    col[4 + m] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    col[8 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    col[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+  __m512 sum = _mm512_setzero_ps();
+  for (int c = 0; c < 16; ++c) sum = _mm512_add_ps(sum, col[c]);
+  return sum;
+}
 
 template <int D, int G>
 void group_rows(const GroupedAttentionCall& c, const VecTable& vec, int64_t b, int64_t g, int64_t i, float* scores,
@@ -39,23 +81,33 @@ void group_rows(const GroupedAttentionCall& c, const VecTable& vec, int64_t b, i
   __m512 q[G][V];
   for (int h = 0; h < G; ++h)
     for (int u = 0; u < V; ++u) q[h][u] = _mm512_loadu_ps(c.q + ((b * c.heads + h0 + h) * c.q_len + i) * D + 16 * u);
-  for (int64_t j = 0; j < T; ++j) {
-    // The caches come from memory (a decode step's weight stream evicts them from the
-    // caches): keys a few rows ahead, and the value rows the second loop will want.
-    for (int u = 0; u < V; ++u) {
-      _mm_prefetch(reinterpret_cast<const char*>(k + (j + kAhead) * D + 16 * u), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(v + j * D + 16 * u), _MM_HINT_T0);
-    }
-    __m512 kj[V];
-    for (int u = 0; u < V; ++u) kj[u] = _mm512_loadu_ps(k + j * D + 16 * u);
+  // A mask row read with the scores (before any keep fill it would have to follow).
+  const float* mask_row = c.mask && !c.keep && c.m_str[3] == 1
+                              ? c.mask + b * c.m_str[0] + i * c.m_str[2]
+                              : nullptr;
+  const __m512 scale = _mm512_set1_ps(c.scale);
+  for (int64_t j0 = 0; j0 < T; j0 += kBlock) {
+    const int n = static_cast<int>(std::min<int64_t>(kBlock, T - j0));
+    const float* kb = k + j0 * D;
+    const __mmask16 live = n == kBlock ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
     for (int h = 0; h < G; ++h) {
-      __m512 acc = _mm512_mul_ps(q[h][0], kj[0]);
-      for (int u = 1; u < V; ++u) acc = _mm512_fmadd_ps(q[h][u], kj[u], acc);
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, acc);
-      float sum = 0.0f;  // lane by lane, in order: the generic row's reduction
-      for (int l = 0; l < 16; ++l) sum += lanes[l];
-      scores[h * T + j] = sum * c.scale;
+      __m512 acc[kBlock];
+      for (int r = 0; r < kBlock; ++r) {
+        if (r >= n) {  // past the last key (the cache may end here): adds nothing
+          acc[r] = _mm512_setzero_ps();
+          continue;
+        }
+        if (h == 0)  // the first head's pass: one key and one value row prefetched per key
+          for (int u = 0; u < V; ++u) {
+            _mm_prefetch(reinterpret_cast<const char*>(kb + (kAhead + r) * D + 16 * u), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(v + (j0 + r) * D + 16 * u), _MM_HINT_T0);
+          }
+        acc[r] = _mm512_mul_ps(q[h][0], _mm512_loadu_ps(kb + r * D));
+        for (int u = 1; u < V; ++u) acc[r] = _mm512_fmadd_ps(q[h][u], _mm512_loadu_ps(kb + r * D + 16 * u), acc[r]);
+      }
+      __m512 s = _mm512_mul_ps(sum_lanes16(acc), scale);
+      if (mask_row) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(live, mask_row + (h0 + h) * c.m_str[1] + j0));
+      _mm512_mask_storeu_ps(scores + h * T + j0, live, s);
     }
   }
   float inv[G];
@@ -66,7 +118,7 @@ void group_rows(const GroupedAttentionCall& c, const VecTable& vec, int64_t b, i
       for (int64_t j = 0; j < T; ++j)
         if (!keep[j * c.k_str[3]]) s[j] = c.fill;
     }
-    if (c.mask) {
+    if (c.mask && !mask_row) {
       const float* m = c.mask + b * c.m_str[0] + (h0 + h) * c.m_str[1] + i * c.m_str[2];
       for (int64_t j = 0; j < T; ++j) s[j] += m[j * c.m_str[3]];
     }

@@ -20,6 +20,8 @@ enum class Scratch {
   QuantizedA, SplitA, Sums, SplitSums, RowScales, RowZeros, PlainB, Columns,
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.
   AttentionKeys, AttentionValues, AttentionScores, AttentionQueries,
+  // The grouped attention kernel's scores (grouped_attention.cpp).
+  GroupedAttentionScores,
   // The int8 attention kernel (qattention.cpp): all of one thread's buffers, carved.
   QAttention,
   // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV (float or integer codes), a

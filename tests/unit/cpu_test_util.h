@@ -89,6 +89,19 @@ inline std::vector<Tensor> run_call(const CpuCall& call, KernelChoice choice, in
 }
 
 // Deterministic uniform values in [lo, hi].
+// max |got - want| over max |want| (float tensors of one shape; infinity when the shapes
+// differ, which is also a test failure): one number for "equal up to float rounding".
+inline double max_relative_error(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.shape(), want.shape());
+  if (got.shape() != want.shape()) return INFINITY;
+  double diff = 0, mag = 1e-12;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    diff = std::max(diff, double(std::fabs(got.data<float>()[i] - want.data<float>()[i])));
+    mag = std::max(mag, double(std::fabs(want.data<float>()[i])));
+  }
+  return diff / mag;
+}
+
 inline Tensor random_f32(std::vector<int64_t> shape, uint32_t seed, float lo = -3.0f, float hi = 3.0f) {
   Tensor t(DType::Float32, std::move(shape));
   uint64_t s = 0x9E3779B97F4A7C15ull * (seed + 1);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 
+#include "cpu_test_util.h"
 #include "generate/in_place_kv_runner.h"
 #include "io/npy.h"
 #include "onnx/model_io.h"
@@ -34,16 +35,7 @@ std::map<std::string, Tensor> references(const std::string& name) {
   return out;
 }
 
-double rel_error(const Tensor& got, const Tensor& want) {
-  EXPECT_EQ(got.shape(), want.shape());
-  if (got.shape() != want.shape()) return INFINITY;
-  double diff = 0, mag = 1e-12;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    diff = std::max(diff, double(std::fabs(got.data<float>()[i] - want.data<float>()[i])));
-    mag = std::max(mag, double(std::fabs(want.data<float>()[i])));
-  }
-  return diff / mag;
-}
+using testing::max_relative_error;
 
 std::string step_key(int step, const std::string& name) { return "step" + std::to_string(step) + "." + name; }
 
@@ -78,7 +70,7 @@ TEST_P(KvFixture, FusedSessionMatchesOnnxruntimeStepByStep) {
     }
     NamedTensors out = session.run(in);
     for (const auto& [n, t] : out)
-      EXPECT_LT(rel_error(t, ref.at(step_key(step, n))), 1e-4) << name << " step " << step << " output " << n;
+      EXPECT_LT(max_relative_error(t, ref.at(step_key(step, n))), 1e-4) << name << " step " << step << " output " << n;
   }
 }
 
@@ -98,7 +90,7 @@ TEST_P(KvFixture, InPlaceRunnerMatchesOnnxruntimeStepByStep) {
       const int64_t vocab = all.shape()[2], n = all.shape()[1];
       Tensor want(DType::Float32, {1, vocab});
       std::copy_n(all.data<float>() + (n - 1) * vocab, vocab, want.mutable_data<float>());
-      EXPECT_LT(rel_error(logits, want), 1e-4) << name << " round " << round << " step " << step;
+      EXPECT_LT(max_relative_error(logits, want), 1e-4) << name << " round " << round << " step " << step;
     }
     EXPECT_EQ(runner->cached_tokens(), 15);
     runner->reset();
@@ -130,7 +122,7 @@ TEST_P(KvFixture, InPlaceRunnerReordersRows) {
     std::copy_n(logits.data<float>() + r * vocab, vocab, row.mutable_data<float>());
     Tensor want(DType::Float32, {1, vocab});
     std::copy_n(want_all.data<float>(), vocab, want.mutable_data<float>());
-    EXPECT_LT(rel_error(row, want), 1e-4) << name << " row " << r;
+    EXPECT_LT(max_relative_error(row, want), 1e-4) << name << " row " << r;
   }
 }
 

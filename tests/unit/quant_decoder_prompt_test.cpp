@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cpu_test_util.h"
 #include "io/npy.h"
 #include "onnx/model_io.h"
 #include "onnx_test_util.h"
@@ -41,16 +42,7 @@ const Tensor& get(const NamedTensors& s, const std::string& name) {
   throw std::runtime_error("no " + name);
 }
 
-double rel_error(const Tensor& got, const Tensor& want) {
-  EXPECT_EQ(got.shape(), want.shape());
-  if (got.shape() != want.shape()) return INFINITY;
-  double diff = 0, mag = 1e-12;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    diff = std::max(diff, double(std::fabs(got.data<float>()[i] - want.data<float>()[i])));
-    mag = std::max(mag, double(std::fabs(want.data<float>()[i])));
-  }
-  return diff / mag;
-}
+using octet::testing::max_relative_error;
 
 class DecoderPrompt : public ::testing::TestWithParam<const char*> {};
 
@@ -81,8 +73,8 @@ TEST_P(DecoderPrompt, InputIdsAloneRunAsTheReferencePrefill) {
   }
   const Session session(g);
   const NamedTensors out = session.run(s);
-  EXPECT_LT(rel_error(get(out, "logits"), ref_of("logits")), 1e-4) << name;
-  EXPECT_LT(rel_error(get(out, "present.1.value"), ref_of("present.1.value")), 1e-4) << name;
+  EXPECT_LT(max_relative_error(get(out, "logits"), ref_of("logits")), 1e-4) << name;
+  EXPECT_LT(max_relative_error(get(out, "present.1.value"), ref_of("present.1.value")), 1e-4) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, DecoderPrompt, ::testing::Values("llama_gen_with_past", "gpt2_gen_with_past"));

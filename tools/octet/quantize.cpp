@@ -200,6 +200,18 @@ void quantize_set(const Options& o, const quant::QuantizeJob& base) {
   print_report(o, report);
 }
 
+// Where the calibration samples are: --calib as given, or --calib-text's windows tokenized
+// into `text_samples` (a temporary folder that must outlive the job).
+std::string calibration_path(const Options& o, std::optional<TextSamplesFolder>& text_samples) {
+  if (!o.calib_text.empty()) {
+    if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
+    text_samples.emplace(o.model, o.calib_text, o.tokenizer, o.max_length);
+    return text_samples->path().string();
+  }
+  if (!o.tokenizer.empty()) fail("--tokenizer goes with --calib-text FILE");
+  return o.calib;
+}
+
 void weight_only_command(const Options& o) {
   if (!o.mode.empty() || !o.smoothquant.empty() || o.max_drop >= 0 || o.per_tensor || !o.activation_type.empty())
     fail("--weights quantizes weights only: it does not take --mode, --smoothquant, --max-drop, "
@@ -218,14 +230,8 @@ void weight_only_command(const Options& o) {
   w.keep_lm_head = o.keep_lm_head;
   w.awq = o.method == "awq" || o.method == "awq-gptq";
   w.gptq = o.method == "gptq" || o.method == "awq-gptq";
-  std::optional<TextSamplesFolder> text_samples;  // a decoder's text windows, tokenized by octet's Python package
-  if (!o.calib_text.empty()) {
-    if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
-    text_samples.emplace(o.model, o.calib_text, o.tokenizer, o.max_length);
-  } else if (!o.tokenizer.empty()) {
-    fail("--tokenizer goes with --calib-text FILE");
-  }
-  job.calib = text_samples ? text_samples->path().string() : o.calib;
+  std::optional<TextSamplesFolder> text_samples;
+  job.calib = calibration_path(o, text_samples);
   job.calib_samples = o.calib_samples;
   w.target = quant::parse_target(o.target);
   w.exclude.insert(o.exclude.begin(), o.exclude.end());
@@ -283,13 +289,7 @@ void quantize_command(const Options& o) {
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
   if (!o.report.empty()) check_replaceable(o.report);  // before minutes of calibration, not after
   std::optional<TextSamplesFolder> text_samples;
-  if (!o.calib_text.empty()) {
-    if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
-    text_samples.emplace(o.model, o.calib_text, o.tokenizer, o.max_length);
-  } else if (!o.tokenizer.empty()) {
-    fail("--tokenizer goes with --calib-text FILE");
-  }
-  job.calib = text_samples ? text_samples->path().string() : o.calib;
+  job.calib = calibration_path(o, text_samples);
   job.calib_samples = o.calib_samples;
   job.holdout = o.holdout;
   job.sqnr_samples = o.sqnr_samples;

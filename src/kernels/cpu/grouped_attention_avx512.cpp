@@ -26,6 +26,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/grouped_attention_group.h"
+#include "kernels/cpu/simd/transpose16_avx512.h"
 
 namespace octet::cpu {
 namespace {
@@ -43,31 +44,11 @@ constexpr int64_t kAhead = 16;
 // instead of 16 stores and 256 scalar adds. (A reassociating tree reduction is cheaper
 // still, but it moved a near-tie of SmolLM2 int4's greedy tokens.)
 __attribute__((always_inline)) inline __m512 sum_lanes16(const __m512 (&a)[kBlock]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: rows 2i, 2i+1 interleaved
-    t[2 * i] = _mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // u[4i + m], 128-bit lane k: lane 4k + m of rows 4i..4i+3
-    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
-    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
-    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  }
-  __m512 col[16];  // col[c], lane j: lane c of a[j]
-  for (int m = 0; m < 4; ++m) {  // the 4x4 transpose of 128-bit lanes of u[m], u[4+m], u[8+m], u[12+m]
-    const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
-    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
-    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
-    col[m] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-    col[4 + m] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
-    col[8 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-    col[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
-  }
+  __m512i col[16];  // after the transpose, col[c] lane j: lane c of a[j]
+  for (int j = 0; j < 16; ++j) col[j] = _mm512_castps_si512(a[j]);
+  transpose16x16_epi32(col);
   __m512 sum = _mm512_setzero_ps();
-  for (int c = 0; c < 16; ++c) sum = _mm512_add_ps(sum, col[c]);
+  for (int c = 0; c < 16; ++c) sum = _mm512_add_ps(sum, _mm512_castsi512_ps(col[c]));
   return sum;
 }
 

@@ -5,6 +5,7 @@
 #pragma GCC target("avx512vnni")
 
 #include "kernels/cpu/qattention_bytes_avx512.h"
+#include "kernels/cpu/simd/transpose16_avx512.h"
 
 namespace octet::cpu::qattn {
 namespace {
@@ -22,33 +23,6 @@ void interleave4(const int8_t* a, int64_t n, int8_t* out) {
     _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(lo01, lo23));
     _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(hi01, hi23));
     _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(hi01, hi23));
-  }
-}
-
-// In-register transpose of a 16 x 16 int32 matrix (r[a] lane c -> r[c] lane a): pairs of
-// rows, then quads, interleaved within 128-bit lanes, then the 4 x 4 matrix of lanes.
-void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  __m512i u[16];  // u[4 g + k] lane L: column 4 L + k of rows 4 g .. 4 g + 3
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-  }
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44);
-    const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xEE);
-    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44);
-    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xEE);
-    r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-    r[4 + k] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
-    r[8 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-    r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
   }
 }
 
@@ -82,7 +56,7 @@ void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w) {
     for (int64_t c0 = 0; c0 < p.dk4 / 4; c0 += 16) {
       __m512i r[16];
       for (int a = 0; a < 16; ++a) r[a] = _mm512_loadu_si512(w.k8 + (j0 + a) * dk64 + 4 * c0);
-      transpose16(r);
+      transpose16x16_epi32(r);
       for (int64_t c = 0; c < 16 && c0 + c < p.dk4 / 4; ++c) {
         _mm512_storeu_si512(w.kt8 + 4 * ((c0 + c) * p.skp + j0), r[c]);
         sums = dpbusd(sums, ones, r[c]);

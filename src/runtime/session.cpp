@@ -85,6 +85,26 @@ void bind_dims(const DimVector& declared, const std::vector<int64_t>& actual,
   bind_dims_with(declared, actual, what, bindings);
 }
 
+namespace {
+
+// Hands the heap's free pages back to the system. Loading and optimizing a model frees
+// hundreds of MB in blocks under glibc's mmap threshold (protobuf's strings, folded and
+// merged constants, the weights a session releases), which glibc otherwise keeps resident;
+// packed weights then come from fresh pages (weight_pages.h), so without this the plain
+// and packed copies are both resident after all. SmolLM2's int8 decode export: 457 -> 312
+// MB resident once the session is made.
+void return_free_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+// Released bytes after which the session returns the free heap while still preparing
+// kernels (a trim walks the heap: milliseconds, so not after every weight).
+constexpr size_t kTrimEveryBytes = 32u << 20;
+
+}  // namespace
+
 Session::Session(std::shared_ptr<const Graph> graph, SessionOptions options)
     : Session(OwnedGraph{std::move(graph), nullptr}, std::move(options)) {}
 
@@ -111,13 +131,7 @@ Session::Session(OwnedGraph graph, SessionOptions options)
   plan_lifetimes();
   compile_shapes();
   if (releasable_) {
-#ifdef __GLIBC__
-    // Hand the heap's free pages back: loading and optimizing a model frees hundreds of MB
-    // in blocks under glibc's mmap threshold (protobuf's strings, folded and merged
-    // constants, the weights released here), which glibc otherwise keeps resident.
-    // SmolLM2's int8 decode export: 457 -> 312 MB resident once the session is made.
-    malloc_trim(0);
-#endif
+    return_free_heap();
     releasable_ = nullptr;
   }
 }
@@ -131,9 +145,15 @@ void Session::release_if_packed(Value* v, const std::unordered_map<const Node*, 
     const Step* step = it == step_of.end() ? nullptr : &steps_[it->second];
     if (!step || !step->state || !step->state->owns_input(static_cast<size_t>(u.index))) return;
   }
-  released_weight_bytes_ += releasable_->release_initializer_data(v);
+  const size_t bytes = releasable_->release_initializer_data(v);
+  released_weight_bytes_ += bytes;
   ++released_weights_;
   released_[slot_of(v)] = 1;
+  untrimmed_bytes_ += bytes;
+  if (untrimmed_bytes_ >= kTrimEveryBytes) {
+    return_free_heap();
+    untrimmed_bytes_ = 0;
+  }
 }
 
 void Session::select_kernels() {

@@ -198,6 +198,7 @@ class Session {
 
   std::shared_ptr<const Graph> graph_;
   Graph* releasable_ = nullptr;  // set only while the constructor runs (OwnedGraph)
+  size_t untrimmed_bytes_ = 0;    // released since the heap was last returned (constructor only)
   SessionOptions options_;
   int threads_ = 1;
   std::unordered_map<const Value*, int> slots_;

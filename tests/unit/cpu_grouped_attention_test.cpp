@@ -287,8 +287,11 @@ Tensor literal_quantized(const Case& c, const Inputs& in, const Quant& qz) {
 // The optimized kernel against the reference. A probability on a rounding boundary may
 // round one step (1/255) apart between the float kernel (its exp approximation) and the
 // double reference, moving an output by up to 1/255 * max|fq(V)| (3) per such key: so
-// nearly every output agrees to float rounding and a few (at most 1%) by a step or two.
-void expect_optimized_matches(const CpuCall& call, const std::string& what) {
+// nearly every output agrees to float rounding and a few (at most 1%, or one head's head_v
+// outputs: a flipped probability moves its whole row of V) by a step or two. (Dv 128 on 16
+// rows: one flip is 6% of the outputs; the ASan build's exp flips one the release build
+// does not.)
+void expect_optimized_matches(const CpuCall& call, int64_t head_v, const std::string& what) {
   const Tensor want = testing::run_call(call, KernelChoice::Reference).at(0);
   const Tensor got = testing::run_call(call, KernelChoice::Optimized).at(0);
   ASSERT_EQ(got.shape(), want.shape()) << what;
@@ -298,7 +301,8 @@ void expect_optimized_matches(const CpuCall& call, const std::string& what) {
     off += d > 1e-4f + 1e-4f * std::fabs(want.data<float>()[i]);
     ASSERT_LE(d, 2 * 3.0f / 255 + 1e-4f) << what << " element " << i;
   }
-  EXPECT_LE(off, want.numel() / 100) << what << ": " << off << " of " << want.numel() << " outputs differ";
+  EXPECT_LE(off, std::max(want.numel() / 100, head_v)) << what << ": " << off << " of " << want.numel()
+                                                       << " outputs differ";
 }
 
 TEST(GroupedAttention, FakeQuantizedReferenceIsTheDefinitionAndOptimizedMatches) {
@@ -319,7 +323,7 @@ TEST(GroupedAttention, FakeQuantizedReferenceIsTheDefinitionAndOptimizedMatches)
       for (int64_t i = 0; i < ref.numel(); ++i)
         most = std::max(most, std::fabs(ref.data<float>()[i] - plain.data<float>()[i]));
       EXPECT_GT(most, 0.03f) << what;
-      expect_optimized_matches(call, what);
+      expect_optimized_matches(call, c.head_v, what);
     }
   // with masks / keep, and the cached form against the plain one
   for (bool rows : {true, false})
@@ -327,7 +331,7 @@ TEST(GroupedAttention, FakeQuantizedReferenceIsTheDefinitionAndOptimizedMatches)
       const Quant qz{rows};
       const Inputs in = make_inputs(c);
       const std::string what = describe(c) + (rows ? " rows" : " softmax");
-      expect_optimized_matches(quantized(grouped_call(c, in), qz, 3), what);
+      expect_optimized_matches(quantized(grouped_call(c, in), qz, 3), c.head_v, what);
       const Tensor want = testing::run_call(quantized(grouped_call(c, in), qz, 3), KernelChoice::Reference).at(0);
       Tensor kc, vc;
       const Tensor got =

@@ -294,7 +294,7 @@ NamedTensors CalibrationSource::conform(NamedTensors given,
   // A decoder's prompt-step inputs: the cache first (its dims come from the bindings
   // alone), then the mask and positions, which may bind a total-length symbol of their own.
   std::stable_sort(missing.begin(), missing.end(), [](const InputSpec* a, const InputSpec* b) {
-    return (a->name.rfind("past_key_values.", 0) == 0) > (b->name.rfind("past_key_values.", 0) == 0);
+    return is_past(a->name) > is_past(b->name);
   });
   for (const InputSpec* in : missing) {
     const std::string file = where(in->name);

@@ -10,8 +10,6 @@ namespace {
 
 constexpr const char* kPastPrefix = "past_key_values.";
 
-bool is_past(const std::string& name) { return name.rfind(kPastPrefix, 0) == 0; }
-
 const Tensor* find(const NamedTensors& given, const std::string& name) {
   for (const auto& kv : given)
     if (kv.first == name) return &kv.second;
@@ -80,6 +78,8 @@ Tensor empty_past(const InputSpec& in, const Bindings& bound, const std::string&
 }
 
 }  // namespace
+
+bool is_past(const std::string& name) { return name.rfind(kPastPrefix, 0) == 0; }
 
 bool is_with_past_decoder(const std::vector<InputSpec>& inputs) {
   const auto has = [&](auto pred) { return std::any_of(inputs.begin(), inputs.end(), pred); };

@@ -28,6 +28,9 @@ namespace octet::quant {
 
 struct InputSpec;
 
+// True for a cache input (optimum's past_key_values.N.key / .value).
+bool is_past(const std::string& name);
+
 // True when the inputs are those of a decoder with a KV cache: an `input_ids` input and at
 // least one past_key_values.* input.
 bool is_with_past_decoder(const std::vector<InputSpec>& inputs);

@@ -9,6 +9,7 @@
 
 #include "onnx/proto_convert.h"
 #include "onnx/subgraph.h"
+#include "quant/decoder_prompt.h"
 
 namespace octet::quant {
 
@@ -35,7 +36,7 @@ uint64_t payload(const onnx::TensorProto& t) {
 
 bool reads_past(const onnx::GraphProto& g) {
   for (const std::string& name : free_names(g))
-    if (name.rfind("past_key_values.", 0) == 0) return true;
+    if (is_past(name)) return true;
   return false;
 }
 

@@ -46,6 +46,21 @@ inline int16_t quantize_one(float x, const Quant& q) {
   return static_cast<int16_t>(r);
 }
 
+// Query row qi's scores of head (b, h) before the softmax: the additive mask added (unless
+// the caller fused it into the scores) and the keys past the causal boundary set lowest.
+inline void mask_score_row(const Args& p, int64_t b, int64_t h, int64_t qi, bool add_mask, float* row) {
+  if (add_mask && p.mask) {
+    const float* m = p.mask + b * p.m_b + h * p.m_h + qi * p.m_q;
+    if (p.m_k == 1) {
+      p.vec->binary[static_cast<int>(BinaryOp::Add)](row, m, row, p.kv_len);
+    } else {
+      for (int64_t j = 0; j < p.kv_len; ++j) row[j] += m[j * p.m_k];
+    }
+  }
+  if (p.causal)
+    for (int64_t j = max_i64(qi + (p.kv_len - p.q_len) + 1, 0); j < p.kv_len; ++j) row[j] = p.lowest;
+}
+
 template <class T>
 struct Kernel {
   using P = typename T::P;
@@ -120,17 +135,7 @@ struct Kernel {
     }
     for (int64_t r = 0; r < rows; ++r) {
       float* row = w.s + r * p.skp;
-      const int64_t qi = i + r;
-      if (p.mask) {
-        const float* m = p.mask + b * p.m_b + h * p.m_h + qi * p.m_q;
-        if (p.m_k == 1) {
-          p.vec->binary[static_cast<int>(BinaryOp::Add)](row, m, row, p.kv_len);
-        } else {
-          for (int64_t j = 0; j < p.kv_len; ++j) row[j] += m[j * p.m_k];
-        }
-      }
-      if (p.causal)
-        for (int64_t j = max_i64(qi + (p.kv_len - p.q_len) + 1, 0); j < p.kv_len; ++j) row[j] = p.lowest;
+      mask_score_row(p, b, h, i + r, /*add_mask=*/true, row);
       // The vectorized softmax (softmax_row's steps), its last pass, p = e * (1 / sum),
       // fused with quantizing p.
       const float sum = p.vec->exp_sum(row, 1.0f, p.vec->max(row, p.kv_len), row, p.kv_len);

@@ -265,17 +265,7 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
   for (int64_t c = 0; c < p.skq / 32; ++c) chunks[c] = 0;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = w.s + r * p.skp;
-    const int64_t qi = i + r;
-    if (!tq.fuse && p.mask) {
-      const float* m = p.mask + b * p.m_b + h * p.m_h + qi * p.m_q;
-      if (p.m_k == 1) {
-        p.vec->binary[static_cast<int>(BinaryOp::Add)](row, m, row, p.kv_len);
-      } else {
-        for (int64_t j = 0; j < p.kv_len; ++j) row[j] += m[j * p.m_k];
-      }
-    }
-    if (p.causal)
-      for (int64_t j = max_i64(qi + (p.kv_len - p.q_len) + 1, 0); j < p.kv_len; ++j) row[j] = p.lowest;
+    mask_score_row(p, b, h, i + r, /*add_mask=*/!tq.fuse, row);
     const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
     int16_t* pc = w.pc + r * p.skq;
     // The vectorized softmax's steps, then P (row_probabilities: e itself, the output is

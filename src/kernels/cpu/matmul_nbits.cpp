@@ -155,29 +155,28 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
     const float* p = vbias->constant()->data<float>();
     s->bias.assign(p, p + s->N);
   }
-  s->b = vb->constant();
+  s->zero_points = zp != nullptr;
   const float* ps = vs->constant()->data<float>();
-  s->scales.assign(ps, ps + count);
-  s->zero_scales.resize(static_cast<size_t>(count));
-  s->zeros.resize(static_cast<size_t>(count));
-  std::vector<uint8_t> zero_codes(static_cast<size_t>(count));
   const int mask = (1 << s->bits) - 1;
+  std::vector<uint8_t> zero_codes(static_cast<size_t>(count));
   for (int64_t n = 0; n < s->N; ++n)
     for (int64_t kb = 0; kb < s->k_blocks; ++kb) {
       const int64_t bit = kb * s->bits;
-      const int zero = zp ? (zp[n * zp_row + bit / 8] >> (bit % 8)) & mask : 1 << (s->bits - 1);
-      s->zeros[n * s->k_blocks + kb] = static_cast<float>(zero);
-      zero_codes[n * s->k_blocks + kb] = static_cast<uint8_t>(zero);
-      s->zero_scales[n * s->k_blocks + kb] = static_cast<float>(zero) * s->scales[n * s->k_blocks + kb];
+      zero_codes[n * s->k_blocks + kb] =
+          static_cast<uint8_t>(zp ? (zp[n * zp_row + bit / 8] >> (bit % 8)) & mask : 1 << (s->bits - 1));
     }
-  s->zero_points = zp != nullptr;
-  // The integer GEMV where it runs at this session's ISA level and mode; a session made
-  // with float activations asked for keeps the file's layout for the float GEMV.
+  // The integer GEMV where it runs at this session's ISA level and mode: the panels only.
+  // A session made with float activations asked for keeps the file's layout for the float
+  // GEMV, with the zero points and zero * scale as floats.
   if (nbits_int8_path_available() && nbits_activations() != NbitsActivations::Float) {
     s->packed = std::make_unique<NbitsPacked>(
-        pack_nbits(s->bits, s->N, s->k_blocks, s->block, s->b->raw(), s->scales.data(), zero_codes.data()));
-    s->b.reset();
-    for (std::vector<float>* v : {&s->scales, &s->zeros, &s->zero_scales}) std::vector<float>().swap(*v);
+        pack_nbits(s->bits, s->N, s->k_blocks, s->block, vb->constant()->raw(), ps, zero_codes.data()));
+  } else {
+    s->b = vb->constant();
+    s->scales.assign(ps, ps + count);
+    s->zeros.assign(zero_codes.begin(), zero_codes.end());
+    s->zero_scales.resize(static_cast<size_t>(count));
+    for (int64_t c = 0; c < count; ++c) s->zero_scales[c] = s->zeros[c] * s->scales[c];
   }
   out = std::move(s);
   return true;

@@ -44,7 +44,13 @@ std::vector<int64_t> config_ids(const nlohmann::json& config, const char* key) {
 
 generate::DecoderFiles decoder_files(const std::string& model) {
   const fs::path p(model);
-  if (fs::is_regular_file(p)) return {model, ""};
+  if (fs::is_regular_file(p)) {
+    // optimum's with-past decoder named alone: its first-step file beside it takes the
+    // prompt whole (the with-past one may take one new token per step only).
+    const fs::path first = p.parent_path() / "decoder_model.onnx";
+    if (p.filename() == "decoder_with_past_model.onnx" && fs::is_regular_file(first)) return {model, first.string()};
+    return {model, ""};
+  }
   if (!fs::is_directory(p)) fail("no such file or folder");
   if (fs::is_regular_file(p / "decoder_with_past_model.onnx")) {
     const fs::path first = p / "decoder_model.onnx";

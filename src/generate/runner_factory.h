@@ -29,9 +29,10 @@ std::shared_ptr<const Session> load_session(const std::string& path, const Runne
 // The in-place runner (decoder-only: in_place_kv_runner.h; with a first-step file:
 // seq2seq_in_place_runner.h) where its rewrite applies, else the portable one; then `why`
 // (when not null) says what stopped the in-place one. Left as it is for an in-place runner.
-// optimum's seq2seq merged decoder (one If on use_cache_branch) runs in place as its two
-// branches: then_branch the with-past decoder, else_branch the first step. A decoder-only
-// merged file stays portable.
+// optimum's merged decoder (one If on use_cache_branch; seq2seq or decoder-only) runs in
+// place as its two branches: then_branch the with-past decoder, else_branch the first step.
+// A decoder-only with-past file that takes one new token per step (one_token_steps.h) is
+// given longer steps one token at a time.
 // The environment variable OCTET_KV_CACHE picks for A/B runs and tests: portable (always
 // the portable runner), in-place (the in-place one or an error saying why not), auto (the
 // default, as above).

@@ -19,7 +19,7 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 // A model input the runner fills each step, by what it is.
 struct Feed {
-  enum Kind { Ids, Mask, Cross, Extra } kind;
+  enum Kind { Ids, Mask, Positions, Cross, Extra } kind;
   std::string name;
   size_t cross = 0;  // Cross: index into the held keys/values
 };
@@ -44,6 +44,7 @@ std::vector<Feed> plan_feeds(const Session& session, const std::vector<std::stri
     }
     if (n == "input_ids") feeds.push_back({Feed::Ids, n});
     else if (n == "attention_mask") feeds.push_back({Feed::Mask, n});
+    else if (n == "position_ids") feeds.push_back({Feed::Positions, n});
     else if (starts_with(n, kPast) && cross) {
       feeds.push_back({Feed::Cross, n, cross->size()});
       cross->push_back(n.substr(kPast.size()));
@@ -88,6 +89,13 @@ class Seq2SeqInPlaceRunner : public DecoderRunner {
           Tensor mask(DType::Int64, {b, total});
           std::fill_n(mask.mutable_data<int64_t>(), b * total, int64_t{1});
           in.emplace_back(f.name, std::move(mask));
+          break;
+        }
+        case Feed::Positions: {  // all-ones mask: each row's positions continue from the cache
+          Tensor pos(DType::Int64, {b, s});
+          for (int64_t r = 0; r < b; ++r)
+            for (int64_t i = 0; i < s; ++i) pos.mutable_data<int64_t>()[r * s + i] = cached_ + i;
+          in.emplace_back(f.name, std::move(pos));
           break;
         }
         case Feed::Cross:

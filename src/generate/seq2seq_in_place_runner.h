@@ -1,5 +1,8 @@
-// The in-place DecoderRunner for an encoder-decoder's decoder exported as optimum does:
-// decoder_model.onnx (the first step: no past; returns present.N.decoder.* for the start
+// The in-place DecoderRunner for a decoder exported as a first-step file and a with-past
+// file. Written for an encoder-decoder's decoder; optimum's legacy decoder-only pair
+// (decoder_model + decoder_with_past_model, or the two branches of decoder_model_merged)
+// runs on it too, simply without cross-attention. An encoder-decoder's, as optimum
+// exports it: decoder_model.onnx (the first step: no past; returns present.N.decoder.* for the start
 // tokens and present.N.encoder.*, the cross-attention keys/values of the encoder output)
 // and decoder_with_past_model.onnx (every later step: reads past_key_values.N.decoder.*
 // and .encoder.*, returns present.N.decoder.*).

@@ -37,9 +37,12 @@ const char* kFooter = R"(MODELS
   A decoder-only model: an .onnx file with past_key_values.N.key/value inputs and
   present.N.key/value outputs (optimum's naming), or a folder holding one
   (decoder_with_past_model.onnx [+ decoder_model.onnx for the first step],
-  decoder_model_merged.onnx, model.onnx, or a single .onnx). An encoder-decoder (Marian, T5,
-  BART, Whisper): a folder with encoder_model.onnx and decoder_with_past_model.onnx [+
-  decoder_model.onnx], or decoder_model_merged.onnx (found by itself, or --seq2seq).
+  decoder_model_merged.onnx, model.onnx, or a single .onnx). A with-past file that declares
+  one new token per step (optimum's legacy export: attention_mask [batch, past + 1]) takes
+  the prompt through decoder_model.onnx when it is beside it, else one token at a time.
+  An encoder-decoder (Marian, T5, BART, Whisper): a folder with encoder_model.onnx and
+  decoder_with_past_model.onnx [+ decoder_model.onnx], or decoder_model_merged.onnx (found
+  by itself, or --seq2seq).
   config.json / generation_config.json beside the model give eos_token_id (the default stop
   tokens) and, for seq2seq, decoder_start_token_id.
 

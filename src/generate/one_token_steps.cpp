@@ -43,19 +43,20 @@ class OneTokenSteps : public DecoderRunner {
 
 }  // namespace
 
-bool takes_one_new_token(const Graph& with_past) {
-  const Value* mask = with_past.find_value("attention_mask");
-  const Value* past = with_past.find_value("past_key_values.0.key");
-  if (!mask || !past || !mask->is_graph_input() || !past->is_graph_input()) return false;
-  if (!mask->type.dims || !past->type.dims) return false;
-  const DimVector& m = *mask->type.dims;
-  const DimVector& p = *past->type.dims;
+bool one_new_token_dims(const DimVector& m, const DimVector& p) {
   if (m.size() != 2 || p.size() != 4 || !p[2].is_symbol()) return false;
   if (m[1] == p[2] + Dim(1)) return true;
   // The importer keeps a dim_param as one symbol, so "past_sequence_length + 1" is a name.
   std::string name = m[1].symbol_name();
   name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
   return name == p[2].symbol_name() + "+1";
+}
+
+bool takes_one_new_token(const Graph& with_past) {
+  const Value* mask = with_past.find_value("attention_mask");
+  const Value* past = with_past.find_value("past_key_values.0.key");
+  if (!mask || !past || !mask->is_graph_input() || !past->is_graph_input()) return false;
+  return mask->type.dims && past->type.dims && one_new_token_dims(*mask->type.dims, *past->type.dims);
 }
 
 std::unique_ptr<DecoderRunner> one_token_steps(std::unique_ptr<DecoderRunner> inner, bool whole_first_step) {

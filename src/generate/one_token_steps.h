@@ -23,6 +23,9 @@ namespace octet::generate {
 // True when `with_past` declares one new token per step: its attention_mask input's last
 // dim is its past_key_values.0.key's past length + 1.
 bool takes_one_new_token(const Graph& with_past);
+// The same test on the two inputs' declared dims (attention_mask [batch, total],
+// past_key_values.0.key [batch, heads, past, head_dim]).
+bool one_new_token_dims(const DimVector& attention_mask, const DimVector& past_key);
 
 // `inner`, with every step of more than one token per row split into single-token steps;
 // except the first step of a sequence when `whole_first_step` (a first-step file runs it).

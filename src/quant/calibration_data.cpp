@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "onnx/test_data.h"
+#include "generate/one_token_steps.h"
 #include "quant/decoder_prompt.h"
 #include "quant/input_conversion.h"
 
@@ -81,6 +82,20 @@ std::vector<InputSpec> input_specs(const std::vector<const Value*>& values) {
   return out;
 }
 
+namespace {
+
+// A with-past decoder that takes one new token per step (one_token_steps.h).
+bool takes_one_new_token(const std::vector<InputSpec>& inputs) {
+  const InputSpec *mask = nullptr, *past = nullptr;
+  for (const InputSpec& in : inputs) {
+    if (in.name == "attention_mask") mask = &in;
+    if (in.name == "past_key_values.0.key") past = &in;
+  }
+  return mask && past && mask->dims && past->dims && generate::one_new_token_dims(*mask->dims, *past->dims);
+}
+
+}  // namespace
+
 CalibrationSource CalibrationSource::open(const std::string& path, const std::vector<InputSpec>& inputs,
                                           size_t limit) {
   if (inputs.empty()) fail(path, ": the model has no inputs to calibrate with");
@@ -88,6 +103,7 @@ CalibrationSource CalibrationSource::open(const std::string& path, const std::ve
   s.path_ = path;
   s.inputs_ = inputs;
   s.fill_prompt_ = is_with_past_decoder(inputs);
+  s.one_token_ = s.fill_prompt_ && takes_one_new_token(inputs);
   std::error_code ec;
   const fs::path p(path);
   if (!fs::exists(p, ec)) fail(path, ": no such file or folder (calibration data)");
@@ -298,6 +314,14 @@ NamedTensors CalibrationSource::conform(NamedTensors given,
   });
   for (const InputSpec* in : missing) {
     const std::string file = where(in->name);
+    // A window through it with an empty cache is not what it computes when generating:
+    // calibrating on it would round the weights for the wrong activations, silently.
+    if (one_token_ && is_past(in->name))
+      fail(file, ": the model declares attention_mask [batch, past + 1]: it takes one new token per step (optimum's "
+           "legacy decoder_with_past_model.onnx), so a sample without the cache, run as a prompt, would not compute "
+           "what it computes when generating; quantize the export's folder (decoder_model.onnx + "
+           "decoder_with_past_model.onnx), which calibrates each file on the steps it runs, or give samples with the "
+           "cache, or use --weights with --method rtn (no samples)");
     Tensor t = fill_prompt_input(*in, out, bindings, file);
     if (in->dims) bind_dims(*in->dims, t.shape(), file + ": input '" + in->name + "' (filled as a prompt step)", bindings);
     for (auto& kv : out)

@@ -102,6 +102,7 @@ class CalibrationSource {
   std::vector<InputSpec> inputs_;
   Layout layout_ = Layout::NpzFile;
   bool fill_prompt_ = false;  // a with-past decoder: missing prompt-step inputs are filled
+  bool one_token_ = false;    // ... that takes one new token per step: no cache may be filled
   size_t available_ = 0, size_ = 0;
   std::vector<std::filesystem::path> files_;  // .npz files or test-data-set folders
   std::vector<Stack> stacks_;

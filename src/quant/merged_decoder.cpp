@@ -10,6 +10,7 @@
 #include "onnx/proto_convert.h"
 #include "onnx/subgraph.h"
 #include "quant/decoder_prompt.h"
+#include "quant/raise_opset.h"
 
 namespace octet::quant {
 
@@ -170,6 +171,29 @@ onnx::GraphProto branch_from(const onnx::ModelProto& q, const fs::path& path, co
   return b;
 }
 
+int64_t ai_onnx_opset(const onnx::ModelProto& m) {
+  for (const onnx::OperatorSetIdProto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+// The two branches of one If share the model's opset. When one quantized decoder was raised
+// to opset 21 (blocked or int16 quantization needs it) and the other was not, the other is
+// raised too, rewritten in place (it is this job's own output), and read again.
+void same_opset(const fs::path (&paths)[2], onnx::ModelProto (&q)[2], const SaveOptions& save) {
+  const int64_t v[2] = {ai_onnx_opset(q[0]), ai_onnx_opset(q[1])};
+  if (v[0] == v[1]) return;
+  const int low = v[0] < v[1] ? 0 : 1;
+  if (v[1 - low] != 21)
+    fail(paths[low].string(), " is opset ", v[low], " and ", paths[1 - low].string(), " opset ", v[1 - low],
+         "; the merged decoder's branches need one opset");
+  Model m = load_model(paths[low]);
+  raise_opset_to_21(*m.graph, paths[low].string(), "the merged decoder's other branch is opset 21");
+  save_model(m, paths[low], save);
+  q[low].Clear();
+  onnx_io::read_proto_file(paths[low], q[low], "ONNX model");
+}
+
 }  // namespace
 
 MergedDecoderSummary write_quantized_merged_decoder(const MergedDecoderFiles& files, const fs::path& out,
@@ -191,6 +215,7 @@ MergedDecoderSummary write_quantized_merged_decoder(const MergedDecoderFiles& fi
   onnx::ModelProto quantized[2];  // no past, with past
   onnx_io::read_proto_file(no_past, quantized[0], "ONNX model");
   onnx_io::read_proto_file(with_past, quantized[1], "ONNX model");
+  same_opset({no_past, with_past}, quantized, save);
   Initializers inits[2];
   onnx::GraphProto* body[2] = {nullptr, nullptr};  // no past, with past
   for (onnx::AttributeProto& a : *if_node.mutable_attribute()) {

@@ -49,7 +49,8 @@ struct MergedDecoderFiles {
   std::filesystem::path float_no_past, float_with_past;
 };
 
-// Writes `out` from the float merged decoder and the two quantized decoders. Errors name
+// Writes `out` from the float merged decoder and the two quantized decoders (the one of
+// an older opset than the other is raised to opset 21 and rewritten in place first). Errors name
 // the file and what does not fit optimum's merged layout.
 MergedDecoderSummary write_quantized_merged_decoder(const MergedDecoderFiles& files, const std::filesystem::path& out,
                                                     const SaveOptions& save);

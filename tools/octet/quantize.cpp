@@ -13,6 +13,7 @@
 #include "cli_common.h"
 #include "io/output_file.h"
 #include "text_calibration.h"
+#include "quant/decoder_set.h"
 #include "quant/seq2seq_set.h"
 #include "quant/quantize.h"
 #include "quant/target_profile.h"
@@ -202,14 +203,40 @@ void quantize_set(const Options& o, const quant::QuantizeJob& base) {
 
 // Where the calibration samples are: --calib as given, or --calib-text's windows tokenized
 // into `text_samples` (a temporary folder that must outlive the job).
-std::string calibration_path(const Options& o, std::optional<TextSamplesFolder>& text_samples) {
+// `model`: the file whose inputs the text samples feed (o.model unless a set's).
+std::string calibration_path(const Options& o, std::optional<TextSamplesFolder>& text_samples,
+                             const std::string& model = "") {
   if (!o.calib_text.empty()) {
     if (!o.calib.empty()) fail("give --calib or --calib-text, not both");
-    text_samples.emplace(o.model, o.calib_text, o.tokenizer, o.max_length);
+    text_samples.emplace(model.empty() ? o.model : model, o.calib_text, o.tokenizer, o.max_length);
     return text_samples->path().string();
   }
   if (!o.tokenizer.empty()) fail("--tokenizer goes with --calib-text FILE");
   return o.calib;
+}
+
+// A folder in optimum's legacy decoder-only layout (decoder_model, decoder_with_past_model
+// [, decoder_model_merged]): each file quantized by `quantize_file` on the steps it runs,
+// the merged file written from them (quant/decoder_set.h), one report.
+void quantize_decoder_folder(const Options& o, quant::QuantizeDecoderFile quantize_file) {
+  const fs::path out = o.out;
+  if (out.empty()) fail("-o/--output: the folder to write the quantized decoder files to");
+  std::error_code ec;
+  if (fs::equivalent(out, fs::path(o.model), ec))
+    fail("-o ", out.string(), " is the input folder; write the quantized files elsewhere");
+  if (fs::exists(out) && !o.force) fail("-o ", out.string(), " exists; pass --force to replace its files");
+  if (!o.report.empty()) check_replaceable(o.report);
+  quant::DecoderSetJob job;
+  job.folder = o.model;
+  job.out_dir = out;
+  std::optional<TextSamplesFolder> text_samples;
+  job.calib = calibration_path(o, text_samples, (job.folder / "decoder_model.onnx").string());
+  job.calib_samples = o.calib_samples;
+  job.holdout = o.holdout;
+  job.save.external_data = o.external_data;
+  job.progress = !o.quiet;
+  job.quantize_file = std::move(quantize_file);
+  print_report(o, quant::quantize_decoder_set(job));
 }
 
 void weight_only_command(const Options& o) {
@@ -230,11 +257,23 @@ void weight_only_command(const Options& o) {
   w.keep_lm_head = o.keep_lm_head;
   w.awq = o.method == "awq" || o.method == "awq-gptq";
   w.gptq = o.method == "gptq" || o.method == "awq-gptq";
+  w.target = quant::parse_target(o.target);
+  w.exclude.insert(o.exclude.begin(), o.exclude.end());
+  if (quant::is_decoder_only_set(o.model))
+    return quantize_decoder_folder(o, [&](const fs::path& model, const fs::path& output, const std::string& calib) {
+      quant::WeightOnlyJob part = job;
+      part.model = model;
+      part.output = output;
+      part.calib = calib;
+      part.calib_samples = 0;  // the set's steps, all of them
+      part.save.external_data = o.external_data;
+      part.progress = !o.quiet;
+      const quant::WeightOnlyReport r = quant::quantize_weights_only(part);
+      return quant::DecoderSetFileReport{r.to_json(), r.to_text()};
+    });
   std::optional<TextSamplesFolder> text_samples;
   job.calib = calibration_path(o, text_samples);
   job.calib_samples = o.calib_samples;
-  w.target = quant::parse_target(o.target);
-  w.exclude.insert(o.exclude.begin(), o.exclude.end());
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
   if (!o.report.empty()) check_replaceable(o.report);
   job.save.external_data = o.external_data;
@@ -286,6 +325,40 @@ void quantize_command(const Options& o) {
   if (o.holdout < 0 || o.holdout >= 1) fail("--holdout must be in [0, 1), got ", o.holdout);
 
   if (quant::is_seq2seq_set(o.model)) return quantize_set(o, job);
+  if (quant::is_decoder_only_set(o.model)) {
+    job.dims = parse_dim_bindings(o.dims);
+    job.sqnr_samples = o.sqnr_samples;
+    job.holdout = o.holdout;
+    job.progress = !o.quiet;
+    job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smooth_min_outlier, "--smoothquant");
+    job.mode_is_default = o.mode.empty();
+    job.smoothing_is_default = o.smoothquant.empty();
+    job.per_token_is_default = o.per_token.empty();
+    job.explain = o.explain;
+    if (o.max_drop >= 0) job.max_drop = o.max_drop;
+    job.metric = quant::parse_metric(o.metric);
+    job.gptq = parse_rounding(o.rounding);
+    job.save.external_data = o.external_data;
+    // One mode for both files, settled on decoder_model (quantized first): its samples are
+    // whole prompts, on which the decoder probe works; the with-past file's are single tokens.
+    std::optional<quant::QuantizeOptions> settled;
+    return quantize_decoder_folder(o, [&](const fs::path& model, const fs::path& output, const std::string& calib) {
+      quant::QuantizeJob part = job;
+      part.model = model;
+      part.output = output;
+      part.calib = calib;
+      part.calib_samples = 0;  // the set's steps, all of them
+      if (settled) {
+        // Static mode's default smoothing goes when the decoder probe switched the mode.
+        if (settled->mode != part.options.mode && part.smoothing_is_default) part.smoothing.reset();
+        part.options = *settled;
+        part.mode_is_default = part.per_token_is_default = part.smoothing_is_default = false;
+      }
+      const quant::QuantizeReport r = quant::quantize_model(part);
+      if (!settled) settled = r.options;
+      return quant::DecoderSetFileReport{r.to_json(), r.to_text()};
+    });
+  }
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
   if (!o.report.empty()) check_replaceable(o.report);  // before minutes of calibration, not after
   std::optional<TextSamplesFolder> text_samples;
@@ -319,7 +392,8 @@ void add_quantize_command(CLI::App& app) {
       "for a target runtime, and report size, int8 coverage and fidelity.");
   cmd->add_option("model", opts->model,
                   "Float ONNX model to read, or an encoder-decoder folder (encoder_model.onnx, decoder_model.onnx, "
-                  "decoder_with_past_model.onnx, config.json as optimum writes them; -o is then a folder)")
+                  "decoder_with_past_model.onnx, config.json as optimum writes them), or a decoder-only one "
+                  "(decoder_model.onnx, decoder_with_past_model.onnx [, decoder_model_merged.onnx]); -o is then a folder")
       ->required();
   cmd->add_option("-o,--output", opts->out, "Quantized ONNX file to write (required)")->type_name("OUT");
   cmd->add_option("--mode", opts->mode, "static | dynamic (default: static with --calib, else dynamic; a decoder LLM (causal, found by a probe on "

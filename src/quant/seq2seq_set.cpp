@@ -164,7 +164,12 @@ Seq2SeqSetReport quantize_seq2seq_set(const Seq2SeqSetJob& job) {
   if (static_mode) {
     size_t written = 0;
     for (const char* f : {kSeq2SeqFiles[1], kSeq2SeqFiles[2]}) fs::create_directories(samples_dir / f);
-    for (size_t i = 0; i < encoder_samples->size(); ++i) {
+    // The held-out samples of the fidelity check below are left out (with fewer than 5,
+    // all of them calibrate and the check says it is in-sample).
+    bool in_sample = false;
+    const std::vector<size_t> held = held_out(encoder_samples->size(), job.base.holdout, &in_sample);
+    const size_t calibrate = in_sample ? encoder_samples->size() : held.front();
+    for (size_t i = 0; i < calibrate; ++i) {
       int step = 0;
       greedy(*fp32, encoder_samples->sample(i), job.max_new_tokens, nullptr, [&](bool first_model, const NamedTensors& feeds) {
         const fs::path dir = samples_dir / kSeq2SeqFiles[first_model ? 1 : 2];

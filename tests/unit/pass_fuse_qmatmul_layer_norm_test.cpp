@@ -170,6 +170,31 @@ TEST(FuseQMatMulLayerNorm, CasesThatMustStay) {
   }
 }
 
+// A normalizing QMatMul's Y feeds its LayerNorm outputs: later passes (a re-optimized
+// file) must not fold a Mul (LayerScale) or an Add (residual) into it.
+TEST(FuseQMatMulLayerNorm, LaterFoldsLeaveANormalizingNodeAlone) {
+  for (int v = 0; v < 2; ++v) {
+    PassGraph b;
+    b.g->opset_imports["octet"] = 1;
+    b.input("x", DType::Float32, {Dim(4), Dim(8)});
+    b.input("r", DType::Float32, {Dim(4), Dim(16)});
+    b.init("w", testing::qmm::rand_int8({8, 16}, 3));
+    b.init("sb", Tensor::scalar<float>(0.01f));
+    b.init("g", testing::ramp(DType::Float32, {16}, 8, 1.5f));
+    b.init("lam", testing::ramp(DType::Float32, {16}, 9, 0.5f));
+    b.node("QMatMul", {"x", "", "", "w", "sb"}, {"h"}, {Attribute::make_string("dynamic_type", "uint8")}, "octet");
+    b.node("LayerNormQuantize", {"h", "g"}, {"q", "qs", "qz"}, {Attribute::make_string("dynamic_type", "uint8")},
+           "octet");
+    b.node(v == 0 ? "Mul" : "Add", {"h", v == 0 ? "lam" : "r"}, {"m"});
+    b.output("q");
+    b.output("m");
+    auto g = b.done();
+    ASSERT_EQ(run_pass(*g, passes::fuse_qmatmul_layer_norm()).passes[0].rewrites, 1);
+    const Pass later = v == 0 ? passes::fold_matmul_output_scale() : passes::fuse_matmul_epilogue();
+    EXPECT_EQ(run_pass(*g, later).passes[0].rewrites, 0) << (v == 0 ? "Mul" : "Add") << " was folded";
+  }
+}
+
 // Bad input gets a clear error: a LayerNorm parameter without norm_dynamic_type, and
 // norm_dynamic_type with a per-row Y.
 TEST(FuseQMatMulLayerNorm, InferenceRefusesInconsistentNodes) {

@@ -19,6 +19,12 @@
 //       of the float result quantized with the parameters a dynamic QMatMul of that
 //       dynamic_type computes for it, in the per-row form LayerNormQuantize's per-row mode
 //       writes (int8 stored as uint8 + 128, zero point 128): the A of per-token QMatMuls.
+//       With attribute norm_dynamic_type ("uint8" | "int8"; epsilon, default 1e-5;
+//       norm_scale, norm_bias?, norm_q_scale?, norm_q_bias? as inputs 12-15, float32 [N])
+//       the float Y is also LayerNormQuantize(Y, norm_scale, norm_bias, q_scale =
+//       norm_q_scale, q_bias = norm_q_bias) in per-row mode of that dynamic_type: outputs
+//       (Y, Q uint8, q_scale [rows], q_zero_point [rows], normalized Y?), the LayerNorm
+//       after a residual QMatMul in one node (fuse_qmatmul_layer_norm.cpp).
 //
 //   octet.LayerNormQuantize(X, scale, bias?, y_scale, y_zero_point?, q_scale?, q_bias?) -> (Q, Y?)
 //       attrs: epsilon (default 1e-5)
@@ -75,9 +81,10 @@ void check_per_column(const InferContext& ctx, size_t i, const std::optional<Dim
 
 void infer_qmatmul(InferContext& ctx) {
   const Node& node = ctx.node();
-  if (ctx.num_inputs() > 12)
-    ctx.fail("takes at most 12 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
-             "a_channel_scale, output_scale, y_scale, y_zero_point), got ", ctx.num_inputs());
+  if (ctx.num_inputs() > 16)
+    ctx.fail("takes at most 16 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point, bias, residual, "
+             "a_channel_scale, output_scale, y_scale, y_zero_point, norm_scale, norm_bias, norm_q_scale, "
+             "norm_q_bias), got ", ctx.num_inputs());
   if (!ctx.has_input(3) || !ctx.has_input(4)) ctx.fail("B (input 3) and b_scale (input 4) are required");
   const std::string act = node.attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
@@ -194,6 +201,7 @@ void infer_qmatmul(InferContext& ctx) {
     }
   }
   if (node.has_attr("y_dynamic_type")) {
+    if (node.has_attr("norm_dynamic_type")) ctx.fail("y_dynamic_type and norm_dynamic_type exclude each other");
     const std::string dyn = node.attr_string("y_dynamic_type", "uint8");
     if (dyn != "uint8" && dyn != "int8") ctx.fail("y_dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
     if (ctx.has_input(10) || ctx.has_input(11))
@@ -206,6 +214,38 @@ void infer_qmatmul(InferContext& ctx) {
     ctx.set_output(0, DType::UInt8, out);
     ctx.set_output(1, DType::Float32, rows);
     ctx.set_output(2, DType::Int32, rows);
+    return;
+  }
+  const bool norm = node.has_attr("norm_dynamic_type");
+  if (!norm)
+    for (size_t i = 12; i < 16; ++i)
+      if (ctx.has_input(i)) ctx.fail("input ", i, " (a LayerNorm parameter) is given without norm_dynamic_type");
+  if (norm) {
+    // Y (float) normalized and quantized per row as LayerNormQuantize's per-row mode:
+    // outputs (Y, Q uint8, q_scale [rows], q_zero_point [rows], normalized Y?).
+    const std::string dyn = node.attr_string("norm_dynamic_type", "uint8");
+    if (dyn != "uint8" && dyn != "int8") ctx.fail("norm_dynamic_type must be \"uint8\" or \"int8\", got \"", dyn, "\"");
+    if (ctx.has_input(10) || ctx.has_input(11)) ctx.fail("y_scale / y_zero_point are given with norm_dynamic_type");
+    if (!ctx.has_input(12)) ctx.fail("norm_dynamic_type needs norm_scale (input 12)");
+    if (ctx.has_input(15) && !ctx.has_input(14)) ctx.fail("norm_q_bias (input 15) is given without norm_q_scale (input 14)");
+    for (size_t i = 12; i < 16; ++i) {
+      if (!ctx.has_input(i)) continue;
+      require_dtype(ctx, i, DType::Float32);
+      const auto& d = ctx.input_dims(i);
+      if (d && d->size() != 1) ctx.fail(describe_input(ctx, i), " (a LayerNorm parameter) must be 1-D [N]");
+      if (d && n && known_differ((*d)[0], *n))
+        ctx.fail(describe_input(ctx, i), " has ", (*d)[0].to_string(), " elements but B has N = ", n->to_string());
+    }
+    if (ctx.num_outputs() < 4 || ctx.num_outputs() > 5)
+      ctx.fail("with norm_dynamic_type has outputs Y, Q, q_scale, q_zero_point and (optional) the normalized Y, got ",
+               ctx.num_outputs());
+    std::optional<DimVector> rows;
+    if (out) rows = DimVector(out->begin(), out->end() - 1);
+    ctx.set_output(0, DType::Float32, out);
+    ctx.set_output(1, DType::UInt8, out);
+    ctx.set_output(2, DType::Float32, rows);
+    ctx.set_output(3, DType::Int32, rows);
+    if (ctx.num_outputs() == 5) ctx.set_output(4, DType::Float32, out);
     return;
   }
   if (ctx.num_outputs() != 1) ctx.fail("has one output Y (three with y_dynamic_type), got ", ctx.num_outputs());

@@ -103,12 +103,15 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   // folded in: a float reader of the LayerNorm) and dead-code elimination has removed the
   // QuantizeLinear nodes fuse_qdq_matmul left reading them.
   // QMatMuls whose only readers are such QMatMuls then write their 8-bit A too.
+  // A per-row LayerNormQuantize of a QMatMul's float output then joins that QMatMul's
+  // epilogue (both final by now).
   // Sibling products of one input merge once no fusion can want them apart (a bias Add,
   // a fused attention's Q/K/V).
   // Common subexpressions last (each layer's copy of the rotary table slicing, ...): a
   // fusion may want its own single-reader copy; the copies it leaves then go as dead code.
   if (options.level >= 2)
     finishing = {merge_sibling_matmuls(), transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize(),
+                 fuse_qmatmul_layer_norm(),
                  eliminate_common_subexpressions(), eliminate_dead_code()};
   return Pipeline(std::move(list), std::move(finishing));
 }

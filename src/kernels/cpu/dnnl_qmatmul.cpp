@@ -46,11 +46,20 @@ const uint8_t* quantize_a(KernelContext& ctx, const QMatMulState& state, const T
 // Y, and with a per-row Y its rows' scale and zero point (Y's shape without its last dim).
 QMatMulState::Output allocate_outputs(KernelContext& ctx, const QMatMulState& state,
                                       const std::vector<int64_t>& out_shape) {
-  QMatMulState::Output out{ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape).mutable_raw()};
+  QMatMulState::Output out{ctx.output_wanted(0)
+                               ? ctx.allocate_output_uninitialized(0, state.output_dtype(), out_shape).mutable_raw()
+                               : nullptr};
+  const std::vector<int64_t> lead(out_shape.begin(), out_shape.end() - 1);
   if (state.per_row_y()) {
-    const std::vector<int64_t> lead(out_shape.begin(), out_shape.end() - 1);
     out.row_scale = ctx.allocate_output_uninitialized(1, DType::Float32, lead).mutable_data<float>();
     out.row_zero = ctx.allocate_output_uninitialized(2, DType::Int32, lead).mutable_data<int32_t>();
+  }
+  if (state.has_norm()) {
+    out.norm_q = ctx.allocate_output_uninitialized(1, DType::UInt8, out_shape).mutable_data<uint8_t>();
+    out.norm_scale = ctx.allocate_output_uninitialized(2, DType::Float32, lead).mutable_data<float>();
+    out.norm_zero = ctx.allocate_output_uninitialized(3, DType::Int32, lead).mutable_data<int32_t>();
+    if (ctx.output_wanted(4))
+      out.norm_y = ctx.allocate_output_uninitialized(4, DType::Float32, out_shape).mutable_data<float>();
   }
   return out;
 }

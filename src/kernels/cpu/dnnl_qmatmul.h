@@ -32,6 +32,12 @@
 // scale and zero point per row): the epilogue quantizes each finished float row while it
 // is in cache (quant_ops.h quantize_row_dynamic, the reader's own call); a fused static
 // node writes float rows into scratch and quantizes them in a second pass.
+// With norm_dynamic_type (fuse_qmatmul_layer_norm), each finished float row (Y, written
+// when read) is also normalized and quantized per row while it is in cache, with the
+// calls octet.LayerNormQuantize's per-row mode makes (vec_ops().norm_row, then
+// quantize_row_dynamic), so the QMatMuls reading Q see the same bits as from that node;
+// no parallel region and no pass over Y of its own (issue 20). Such nodes take the row
+// blocks (never the fused primitive).
 // Primitives are cached per (M, threads) (the row blocks' per (block rows, 1)). Empty tensors, inputs that differ from what
 // inference promised, and shapes oneDNN only has a reference implementation for go to
 // the reference kernel (with B unpacked from the state).
@@ -85,9 +91,15 @@ class QMatMulState : public KernelState {
   // (quantized_y()), or uint8 with each row's scale / zero point in row_scale / row_zero
   // (per_row_y()).
   struct Output {
-    void* y;
+    void* y;  // null: Y is not read (a normalizing node's float Y)
     float* row_scale = nullptr;
     int32_t* row_zero = nullptr;
+    // The LayerNorm epilogue's outputs (has_norm()): Q, its rows' scale / zero point, and
+    // the rows normalized with norm_scale / norm_bias (null: not read).
+    uint8_t* norm_q = nullptr;
+    float* norm_scale = nullptr;
+    int32_t* norm_zero = nullptr;
+    float* norm_y = nullptr;
   };
   // Rows [begin, end) of the output from their raw sums (sums[0] is row begin's): scale,
   // bias, activation, residual.
@@ -104,6 +116,9 @@ class QMatMulState : public KernelState {
   bool quantized_y() const { return quantized_y_; }
   // Y quantized per row (y_dynamic_type): outputs (Y uint8, y_scale [rows], y_zero_point [rows]).
   bool per_row_y() const { return per_row_y_; }
+  // Y is also normalized and quantized per row (norm_dynamic_type): outputs (Y float,
+  // Q uint8, q_scale, q_zero_point, normalized Y?).
+  bool has_norm() const { return norm_; }
   DType output_dtype() const {
     return per_row_y_ ? DType::UInt8 : !quantized_y_ ? DType::Float32 : int8_y_ ? DType::Int8 : DType::UInt8;
   }
@@ -135,6 +150,12 @@ class QMatMulState : public KernelState {
   int32_t y_zero_ = 0;                // y_zero_point as its type's value
   bool per_row_y_ = false;            // y_dynamic_type given: Y quantized per row
   bool int8_row_y_ = false;           // ... symmetric int8 rows (stored + 128)
+  bool norm_ = false;                 // norm_dynamic_type given: the LayerNorm epilogue
+  bool norm_int8_ = false;            // ... its rows symmetric int8 (stored + 128)
+  float norm_eps_ = 1e-5f;
+  // LayerNorm parameters: the normalized Y's (norm_g_, norm_b_) and Q's (the smoothed
+  // copy when given, else the same); an empty bias is none.
+  std::vector<float> norm_g_, norm_b_, norm_qg_, norm_qb_;
   Activation activation_ = Activation::None;
   bool residual_ = false;
   // Fused static path: per-column output scales sa sb[n] and the bias in accumulator units.

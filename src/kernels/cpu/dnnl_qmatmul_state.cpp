@@ -23,7 +23,7 @@ bool one_element(const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }
 std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
   std::unique_ptr<QMatMulState> s(new QMatMulState());
   const Value* a = node.input(0);
-  if (!a || node.inputs().size() > 12) return nullptr;
+  if (!a || node.inputs().size() > 16) return nullptr;
   // A already quantized (octet.LayerNormQuantize wrote it): the static parameters below
   // must describe it (a_zero_point of A's type, no a_channel_scale).
   s->quantized_a_ = a->type.dtype == DType::UInt8 || a->type.dtype == DType::Int8;
@@ -94,9 +94,33 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
     if ((dyn != "uint8" && dyn != "int8") || s->quantized_y_ || node.outputs().size() != 3) return nullptr;
     s->per_row_y_ = true;
     s->int8_row_y_ = dyn == "int8";
+  } else if (node.has_attr("norm_dynamic_type")) {  // the LayerNorm epilogue (see the header)
+    const std::string dyn = node.attr_string("norm_dynamic_type", "uint8");
+    if ((dyn != "uint8" && dyn != "int8") || s->quantized_y_ || node.outputs().size() < 4 ||
+        node.outputs().size() > 5)
+      return nullptr;
+    s->norm_ = true;
+    s->norm_int8_ = dyn == "int8";
+    s->norm_eps_ = node.attr_float("epsilon", 1e-5f);
+    const auto param = [&](size_t i, std::vector<float>& to) {
+      if (!node.input(i)) return true;
+      const Tensor* t = constant_input(node, i);
+      if (!t || t->dtype() != DType::Float32 || t->rank() != 1 || t->numel() != n) return false;
+      to.assign(t->data<float>(), t->data<float>() + n);
+      return true;
+    };
+    if (!node.input(12) || !param(12, s->norm_g_) || !param(13, s->norm_b_) || !param(14, s->norm_qg_) ||
+        !param(15, s->norm_qb_) || (node.input(15) && !node.input(14)))
+      return nullptr;
+    if (!node.input(14)) {  // Q from the same parameters as the normalized Y
+      s->norm_qg_ = s->norm_g_;
+      s->norm_qb_ = s->norm_b_;
+    }
   } else if (node.outputs().size() != 1) {
     return nullptr;
   }
+  for (size_t i = 12; i < node.inputs().size(); ++i)
+    if (node.input(i) && !s->norm_) return nullptr;
   const std::string act = node.attr_string("activation", "");
   if (act == "gelu") s->activation_ = Activation::GeluErf;
   else if (act == "gelu_tanh") s->activation_ = Activation::GeluTanh;
@@ -138,7 +162,7 @@ std::unique_ptr<QMatMulState> QMatMulState::create(const Node& node) {
       s->scales_.push_back(scale);
       s->bias_acc_.push_back(folded);
     }
-    s->fused_ = ok;
+    s->fused_ = ok && !s->norm_;
     if (!s->per_column_) s->scales_.resize(1);
   }
   return s;
@@ -180,9 +204,12 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
   const cpu::QuantTable& q = cpu::quant_ops();
   const int64_t n = gemm_->n();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  // A quantized Y: each float row is formed in a buffer that stays in cache, then quantized.
-  const bool buffered = quantized_y_ || per_row_y_;
+  // A quantized Y (or one nobody reads): each float row is formed in a buffer that stays
+  // in cache, then quantized (normalized).
+  const bool buffered = quantized_y_ || per_row_y_ || !out.y;
   std::vector<float> buffer(buffered ? static_cast<size_t>(n) : 0);
+  std::vector<float> normalized(norm_ ? static_cast<size_t>(n) : 0);
+  const cpu::VecTable& t = cpu::vec_ops();
   for (int64_t m = begin; m < end; ++m) {
     float* row = buffered ? buffer.data() : static_cast<float*>(out.y) + m * n;
     q.scale_row(sums + (m - begin) * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
@@ -191,10 +218,23 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
     if (activation_ == Activation::GeluTanh) cpu::gelu(row, row, n, true);
     if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
     if (residual) cpu::add_bias(row, residual + m * n, row, n);
-    uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
+    if (norm_) {
+      // LayerNormQuantize's per-row mode on the finished row: the same calls in the same
+      // order, so the same bits as that node reading Y.
+      const float* qb = norm_qb_.empty() ? nullptr : norm_qb_.data();
+      t.norm_row(row, normalized.data(), n, norm_qg_.data(), qb, norm_eps_, true);
+      const cpu::RowParams p = cpu::quantize_row_dynamic(q, normalized.data(), n, norm_int8_, out.norm_q + m * n);
+      out.norm_scale[m] = p.scale;
+      out.norm_zero[m] = p.zero_point;
+      if (out.norm_y)
+        t.norm_row(row, out.norm_y + m * n, n, norm_g_.data(), norm_b_.empty() ? nullptr : norm_b_.data(), norm_eps_,
+                   true);
+    }
     if (quantized_y_) {
+      uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
       q.quantize(row, n, y_scale_, y_zero_, int8_y_ ? -128 : 0, int8_y_ ? 127 : 255, qy);
     } else if (per_row_y_) {
+      uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
       const cpu::RowParams p = cpu::quantize_row_dynamic(q, row, n, int8_row_y_, qy);
       out.row_scale[m] = p.scale;
       out.row_zero[m] = p.zero_point;

@@ -18,6 +18,8 @@
 // 5. With y_scale, the QuantizeLinear reference on the result; with y_dynamic_type, each
 //    row of the result quantized per row as a dynamic QMatMul would quantize it (the
 //    per-row form of LayerNormQuantize's per-row mode: Y uint8, y_scale, y_zero_point).
+// 6. With norm_dynamic_type, the float Y also goes through LayerNormQuantize's per-row
+//    mode (outputs 1-4), the reference of that op applied to Y.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -225,6 +227,30 @@ void qmatmul_kernel(KernelContext& ctx) {
                residual->describe());
     y = ref::run_onnx_kernel("Add", node, {&y, residual});
   }
+  if (node.has_attr("norm_dynamic_type")) {
+    // 6. The LayerNorm epilogue: LayerNormQuantize's per-row mode (below) on Y.
+    const std::string ndyn = node.attr_string("norm_dynamic_type", "uint8");
+    if (ndyn != "uint8" && ndyn != "int8")
+      ctx.fail("norm_dynamic_type must be \"uint8\" or \"int8\", got \"", ndyn, "\"");
+    if (node.has_attr("y_dynamic_type") || ctx.optional_input(10) || ctx.optional_input(11))
+      ctx.fail("norm_dynamic_type excludes y_dynamic_type, y_scale and y_zero_point");
+    const Tensor* g = ctx.optional_input(12);
+    const Tensor* q_scale = ctx.optional_input(14);
+    if (!g) ctx.fail("norm_dynamic_type needs norm_scale (input 12)");
+    if (ctx.optional_input(15) && !q_scale) ctx.fail("norm_q_bias is given without norm_q_scale");
+    for (const Tensor* p : {g, ctx.optional_input(13), q_scale, ctx.optional_input(15)})
+      if (p && (p->dtype() != DType::Float32 || p->rank() != 1 || p->numel() != N))
+        ctx.fail("norm_scale, norm_bias, norm_q_scale and norm_q_bias must be float32 [", N, "], got ", p->describe());
+    const Tensor normalized = ref::run_onnx_kernel(
+        "LayerNormalization", node, {&y, q_scale ? q_scale : g, q_scale ? ctx.optional_input(15) : ctx.optional_input(13)});
+    set_per_row_outputs(ctx, 1, normalized, ndyn == "int8");
+    if (ctx.output_wanted(4))
+      ctx.set_output(4, ref::run_onnx_kernel("LayerNormalization", node, {&y, g, ctx.optional_input(13)}));
+    ctx.set_output(0, std::move(y));
+    return;
+  }
+  for (size_t i = 12; i < 16; ++i)
+    if (ctx.optional_input(i)) ctx.fail("input ", i, " (a LayerNorm parameter) is given without norm_dynamic_type");
   if (node.has_attr("y_dynamic_type")) {
     const std::string ydyn = node.attr_string("y_dynamic_type", "uint8");
     if (ydyn != "uint8" && ydyn != "int8")

@@ -59,6 +59,7 @@ int64_t foldable_columns(const Node* mm) {
   if (!q && !mm->attr_string("activation", "").empty()) return 0;
   if (input_or_null(mm, q ? 7 : 3)) return 0;  // a residual is added after the product
   if (q && input_or_null(mm, 9)) return 0;      // an output_scale already
+  if (mm->outputs().size() != 1) return 0;      // more outputs (a per-row Y, a LayerNorm epilogue) read Y
   const Tensor* b = constant_value(input_or_null(mm, q ? 3 : 1));
   if (!b || b->rank() != 2 || b->dtype() != (q ? DType::Int8 : DType::Float32)) return 0;
   const int64_t n = b->shape()[1];

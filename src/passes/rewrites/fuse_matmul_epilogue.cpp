@@ -44,6 +44,9 @@ struct Match {
 };
 
 bool match(Node* mmb, Match& m) {
+  // More outputs (a per-row Y, QMatMul's LayerNorm epilogue) are computed from Y: a Gelu
+  // or Add folded in would change them.
+  if (mmb->outputs().size() != 1) return false;
   Value* y = mmb->output(0);
   Node* next = sole_consumer(y);
   if (!next || !y->type.known()) return false;

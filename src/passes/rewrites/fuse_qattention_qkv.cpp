@@ -49,7 +49,9 @@ bool same_operand(const Value* x, const Value* y) {
 // alone, static (a_scale) or per-row dynamic (no a_scale; dynamic_type, default uint8).
 Node* projection(const Value* v, const Node* attention) {
   Node* p = v ? v->producer() : nullptr;
-  if (!p || p->domain() != "octet" || p->op_type() != "QMatMul" || sole_consumer(v) != attention) return nullptr;
+  if (!p || p->domain() != "octet" || p->op_type() != "QMatMul" || sole_consumer(v) != attention ||
+      p->outputs().size() != 1)
+    return nullptr;
   if (!p->attr_string("activation", "").empty()) return nullptr;
   if (input_or_null(p, kResidual) || input_or_null(p, kChannelScale + 1))
     return nullptr;  // a residual / output_scale after the product

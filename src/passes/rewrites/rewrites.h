@@ -33,6 +33,7 @@ Pass fuse_qattention_qkv();    // QAttention on three QMatMul of one input   -> 
 Pass fold_matmul_output_scale(); // QMatMul/MatMulBias -> Mul(per-column constant) -> the factor in the weights
 Pass fuse_layer_norm_quantize();  // LayerNorm [+ its smoothed twin] read by static QMatMuls -> octet.LayerNormQuantize
 Pass fuse_qmatmul_output_quantize();  // QMatMul read only by static QMatMuls -> writes their 8-bit A
+Pass fuse_qmatmul_layer_norm();  // QMatMul -> LayerNormQuantize (per row) of its output -> the QMatMul's epilogue
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
 Pass merge_sibling_matmuls();  // MatMulNBits / constant-weight MatMuls of one input     -> one product + Split
 Pass transpose_to_reshape();

@@ -273,12 +273,18 @@ def run_ppl(a):
         # `octet run` on the same KV-cache ONNX the octet rows generate with: prefill with an empty cache
         import tempfile
 
+        import onnx
+
         tmp = tempfile.mkdtemp(prefix="octet_ppl_")
-        past = [f"past_key_values.{i}.{k}" for i in range(30) for k in ("key", "value")]
+        # The model's own inputs: a with-past file (empty cache) or a no-past one such as
+        # optimum's legacy decoder_model.onnx (no position_ids, no cache).
+        names = {v.name for v in onnx.load(a.model, load_external_data=False).graph.input}
+        past = sorted(x for x in names if x.startswith("past_key_values."))
         for i in range(0, n, batch):
             ids = windows[i:i + batch]
             b = len(ids)
             feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "position_ids": pos[:b].copy()}
+            feeds = {k: v for k, v in feeds.items() if k in names}
             feeds.update({p: np.zeros((b, 3, 0, 64), np.float32) for p in past})
             inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
             np.savez(inp, **feeds)

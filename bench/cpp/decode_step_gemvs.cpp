@@ -5,17 +5,19 @@
 //     30 layers, each one octet Session of 4 com.microsoft.MatMulNBits nodes with the fused
 //     shapes octet's decode graph has (q|k|v 576x960, o 576x576, gate|up 576x3072, down
 //     1536x576), then the LM head (576x49152) in its own Session: 31 Session::run calls per
-//     step, every layer's weights its own memory, ~134 MB int8 / ~75 MB int4 per step, far
+//     step, every layer's weights its own memory, 151 MB int8 / 84 MB int4 per step (B and scales), far
 //     beyond the 32 MiB L3, so every step reads the weights from memory (cold).
 //     Between layers the caller busy-waits G microseconds: the step's other ops (attention,
 //     norms, rotary: ~20-40 us per layer in bench-decode's profile), during which a helper
 //     thread of work_sharing.h may fall asleep. G = 0 is the GEMVs back to back.
 // Counters: gemv_ms = the step's time in Session::run (wall clock, gaps excluded), gemv_GBps =
-// weight bytes (B and scales) / gemv_ms, the rate bench/decode.py reports for MatMulNBits. OCTET_SHARE_MIN_BYTES
-// (matmul_nbits.cpp) decides which GEMVs are shared; run 1 and 2 threads in one process,
-// interleaved with --benchmark_repetitions, on a quiet machine (state the load).
+// weight bytes (B and scales) / gemv_ms, the rate bench/decode.py reports for MatMulNBits.
+// OCTET_SHARE_MIN_BYTES (matmul_nbits.cpp) decides which GEMVs are shared, OCTET_SHARE_SPIN_US
+// how long an idle helper polls (work_sharing.cpp). On the shared 2-core machine run it under
+// `chrt -r 1` (real-time round robin: the benchmark's threads run before the other work) and
+// state the load; bench/results/2026-11-26_decode-bandwidth_session14_epyc-2core.md.
 //
-//   OCTET_SHARE_MIN_BYTES=0 build/release/bench_decode_step_gemvs --benchmark_repetitions=5
+//   chrt -r 1 build/release/bench_decode_step_gemvs --benchmark_min_time=0.3
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 

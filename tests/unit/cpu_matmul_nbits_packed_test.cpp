@@ -112,6 +112,32 @@ TEST(CpuMatMulNBitsPacked, PrefillFromPanelsEdgeShapes) {
   check_from_panels({8, 200, 600, 128, true, {9, 200}, false, 2}, 2, false);     // 256, 256 and 88
 }
 
+// The decode GEMV shared over 2 threads (work_sharing.h's guided claims: ranges of whole
+// panels) gives the very bits of 1 thread: every column is computed whole by one thread, in
+// the same order over k. Shapes from below matmul_nbits.cpp's share bound (2 x 32 KB of
+// weights) to a few hundred panels, the last panel cut short, 1 to 4 rows, bias or not.
+TEST(CpuMatMulNBitsPacked, SharedGemvEqualsOneThreadBitForBit) {
+  uint32_t seed = 40;
+  for (int bits : {4, 8})
+    for (int64_t N : {16 * 3 + 1, 16 * 13, 16 * 61 + 7, 16 * 300 + 9})
+      for (int64_t rows : {1, 4}) {
+        const NbitsCase c{bits, 576, N, 32, N % 2 == 0, {rows, 576}, rows == 1, 2};
+        const quant::BlockQuantized q = quantized(c, seed);
+        const quant::NbitsTensors t = quant::to_matmul_nbits(q);
+        const Tensor bias = testing::random_f32({c.N}, seed + 1);
+        std::shared_ptr<const Graph> g = nbits_graph(c, t, c.bias ? &bias : nullptr);
+        const Tensor a = testing::random_f32(c.a_shape, seed + 2);
+        seed += 3;
+        SessionOptions one, two;
+        one.kernels = two.kernels = KernelChoice::Optimized;
+        one.threads = 1, two.threads = 2;
+        Session s1(g, one), s2(g, two);
+        const Tensor want = s1.run({{"A", a}})[0].second;
+        for (int j = 0; j < 3; ++j)  // the helper joins at different points
+          testing::expect_close(s2.run({{"A", a}})[0].second, want, Tolerance{0, 0}, c.label() + " 2 threads");
+      }
+}
+
 TEST(CpuMatMulNBitsPacked, FloatGemvAskedForLaterUsesPanels) {
   for (int bits : {4, 8})
     for (bool sym : {true, false})

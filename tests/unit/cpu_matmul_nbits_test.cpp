@@ -89,7 +89,7 @@ TEST(CpuMatMulNBits, RankThreeAThreadsAndSmolLMShape) {
   check({4, 576, 1536, 32, false, {1, 1, 576}, false, 2});
   check({4, 576, 1536, 64, true, {7, 576}, false, 2});
   check({8, 200, 600, 128, false, {9, 200}, true, 2});  // prefill panels of 256, 256 and 88 columns
-  check({8, 576, 4096 + 3, 32, false, {2, 576}, true, 2});  // over 2 MiB: the float GEMV shared over 2 threads
+  check({8, 576, 4096 + 3, 32, false, {2, 576}, true, 2});  // 2.4 MB: the float GEMV shared over 2 threads, many claims
 }
 
 // The integer activations' groups (nbits_packed.h): runs of 32 elements of a row, whatever
@@ -233,7 +233,7 @@ void int8_edge_shapes(bool force_int8) {
   one({8, 576, 192, 128, true, {3, 576}, true, 2}, 1);
   one({8, 1536, 600, 64, false, {1, 1536}, true, 2}, 2);  // 38 panels over 2 threads, the last of 8 columns
   one({4, 576, 49152 / 16 + 5, 32, true, {2, 576}, false, 2}, 3);
-  // Over matmul_nbits.cpp's kShareMinBytes (2 MiB of weights): shared out over 2 threads.
+  // Far over matmul_nbits.cpp's kShareMinBytes (64 KB of weights): shared out over 2 threads in many claims.
   one({4, 576, 8192 + 5, 32, false, {2, 576}, true, 2}, 4);
   one({8, 576, 4096 + 3, 32, true, {1, 576}, false, 2}, 5);
   EXPECT_EQ(int8_runs, expected);

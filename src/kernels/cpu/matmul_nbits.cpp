@@ -187,17 +187,18 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
 // pay for claiming one (an atomic on a cache line both cores write).
 constexpr int64_t kShareBytes = 32 * 1024;
 
-// A GEMV with fewer weight bytes than this runs on its caller alone. Sharing costs a
-// wake-up, cache lines passed between the cores and, on a busy machine, a helper's late
-// last chunk; SmolLM2's decode step under load 6-8 (bench-decode, 2 threads, 2 interleaved
-// rounds, median ms) int4 12.0 / 10.7 sharing every GEMV, 7.4 / 8.9 sharing only those of
-// 4 MB and more (the LM head), 8.5 / 7.0 with 1 thread; int8 14.5 / 15.2 -> 10.9 / 10.9
-// (1 thread 10.2 / 9.5). Below ~2 MB (~60 us of one thread's streaming) the gain did not pay.
-// So with SmolLM2 (per-layer GEMVs of 0.17-0.44 MB in int4) only the LM head is shared,
-// and 2 threads are no faster than 1 on a quiet machine either. The environment variable
-// OCTET_SHARE_MIN_BYTES overrides the bound (read once), to tune it where the machine is
-// quiet without rebuilding.
-constexpr int64_t kShareMinBytes = 2 << 20;
+// A GEMV with fewer weight bytes than this runs on its caller alone: below two kShareBytes
+// units there is nothing to hand out. History: with one claim per 32 KB unit and a helper
+// that slept after 20 us idle, sharing SmolLM2's per-layer GEMVs (0.17-1.8 MB) gained
+// nothing, even quiet (a sleeping helper in a VM arrives after its caller did the GEMV
+// alone), so the bound was 2 MB (only the LM head shared). With guided claims and a helper
+// that polls, yielding, through a decode step's gaps (work_sharing.cpp), every GEMV gains:
+// bench-decode, 2 threads, the decode step's MatMulNBits time (profiled, under chrt -r 1 on
+// the shared 2-core EPYC) int8 2.2-2.5 ms at 0 or 64 KB against 2.2-2.9 ms at 256 KB and
+// 3.6 ms at 2 MB; int4 1.32-1.41 ms against 1.43-1.47 and 2.2
+// (bench/results/2026-11-26_decode-bandwidth_session14_epyc-2core.md). The environment
+// variable OCTET_SHARE_MIN_BYTES overrides the bound (read once), to tune it without rebuilding.
+constexpr int64_t kShareMinBytes = 2 * kShareBytes;
 
 int64_t share_min_bytes() {
   static const int64_t bytes = [] {

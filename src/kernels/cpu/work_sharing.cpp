@@ -1,13 +1,25 @@
 // share_work (work_sharing.h): one job at a time, published through one atomic word.
 //
-// state_ holds (generation << 32 | next chunk). A helper claims chunk i of generation g by
-// a compare-and-swap from (g, i) to (g, i + 1); the job's fields are read between its
-// load of state_ and that CAS. The caller writes the fields of job g + 1 only after job
-// g's chunks were all claimed (which changed state_) and run, so a CAS that succeeds proves
-// the fields it read were job g's; a helper that read a newer job's fields fails its CAS.
+// state_ holds (generation << 32 | next unit), a unit being `chunk` items. A thread claims
+// units [i, i + c) of generation g by a compare-and-swap from (g, i) to (g, i + c); the
+// job's fields are read between its load of state_ and that CAS. The caller writes the
+// fields of job g + 1 only after job g's units were all claimed (which changed state_) and
+// run, so a CAS that succeeds proves the fields it read were job g's; a helper that read a
+// newer job's fields fails its CAS.
+//
+// Claims are guided: c = ceil(remaining units / threads). Why not one unit per claim: each
+// claim is a CAS on a cache line the other core also reads (a transfer between cores, far
+// slower in a VM whose two vCPUs may sit on different CCDs), and each claim starts a new
+// weight stream whose first lines the prefetchers have not fetched. A 0.5 MB decode GEMV
+// in 32 KB units was 15 claims of ~1 us each; guided it is a few long contiguous streams,
+// the first claim half of the job, and the tail still comes in single units, so neither
+// thread waits long on the other's last claim.
 #include "kernels/cpu/work_sharing.h"
 
 #include <immintrin.h>
+#include <sched.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <atomic>
@@ -21,20 +33,43 @@ namespace octet::cpu {
 namespace {
 
 constexpr int kMaxHelpers = 63;
+constexpr int64_t kMaxUnits = int64_t{1} << 31;  // a job's units, in state_'s low 32 bits with room for a claim
 // How long an idle helper spins before it sleeps: a decode step's GEMVs come every
 // 10-50 us, and a sleeping helper costs its caller a wake-up system call.
 // Measured on SmolLM2's int4 decode step under load 5-6 (2 threads): 0, 20 and 50 us
 // within noise of each other, 200 us and more slower (the spinning helper takes the core
 // its caller needs).
 constexpr auto kSpin = std::chrono::microseconds(20);
+// After kSpin an idle helper keeps polling, but yields its core between polls (sched_yield:
+// any other runnable thread there runs first), until kPoliteSpin has passed; only then it
+// sleeps. Why: a decode step's other ops (attention, norms) leave gaps of 20-50 us between
+// the GEMVs, and the sampling between steps a few more; a helper asleep there is woken by
+// a system call and an inter-processor interrupt, which in a VM arrives tens of us later,
+// after its caller ran most of a 10-20 us GEMV alone (sharing every GEMV gained nothing).
+// Yielding rather than pausing keeps the caller's own core, and other processes on a busy
+// machine, from waiting on a poller. OCTET_SHARE_SPIN_US overrides it (read once).
+constexpr int64_t kPoliteSpinUs = 2000;
+
+std::chrono::microseconds polite_spin() {
+  static const std::chrono::microseconds us = [] {
+    const char* env = std::getenv("OCTET_SHARE_SPIN_US");
+    if (!env || !*env) return std::chrono::microseconds(kPoliteSpinUs);
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    return std::chrono::microseconds(*end == '\0' && v >= 0 ? v : kPoliteSpinUs);
+  }();
+  return us;
+}
 
 class WorkPool {
  public:
   void run(int threads, int64_t count, int64_t chunk, WorkChunkFn fn, void* context) {
+    chunk = std::max(chunk, (count + kMaxUnits - 1) / kMaxUnits);  // units fit state_'s low word
     const int64_t chunks = (count + chunk - 1) / chunk;
     std::unique_lock<std::mutex> job_lock(job_mutex_, std::try_to_lock);
     if (threads <= 1 || chunks <= 1 || !job_lock.owns_lock()) return fn(context, 0, count);
-    start_helpers(std::min(threads - 1, kMaxHelpers));
+    threads = std::min(threads, kMaxHelpers + 1);
+    start_helpers(threads - 1);
     fn_.store(fn, std::memory_order_relaxed);
     context_.store(context, std::memory_order_relaxed);
     count_.store(count, std::memory_order_relaxed);
@@ -53,21 +88,22 @@ class WorkPool {
   }
 
  private:
-  // Claims and runs chunks of `generation` until none is left; returns how many it ran.
+  // Claims and runs units of `generation` until none is left; returns how many it ran.
   int64_t work(uint64_t generation) {
     int64_t ran = 0;
     for (;;) {
       uint64_t s = state_.load(std::memory_order_acquire);
       if (s >> 32 != generation) return ran;
       const int64_t i = static_cast<int64_t>(s & 0xffffffffu);
-      const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+      const int64_t chunks = chunks_.load(std::memory_order_relaxed), threads = wanted_.load(std::memory_order_relaxed) + 1;
       const int64_t count = count_.load(std::memory_order_relaxed), chunk = chunk_.load(std::memory_order_relaxed);
       const WorkChunkFn fn = fn_.load(std::memory_order_relaxed);
       void* context = context_.load(std::memory_order_relaxed);
       if (i >= chunks) return ran;
-      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
-      fn(context, i * chunk, std::min(count, (i + 1) * chunk));
-      ++ran;
+      const int64_t claim = (chunks - i + threads - 1) / threads;  // guided: see the top of the file
+      if (!state_.compare_exchange_weak(s, s + static_cast<uint64_t>(claim), std::memory_order_acq_rel)) continue;
+      fn(context, i * chunk, std::min(count, (i + claim) * chunk));
+      ran += claim;
     }
   }
 
@@ -76,17 +112,23 @@ class WorkPool {
     for (;;) {
       uint64_t generation = state_.load(std::memory_order_acquire) >> 32;
       if (generation == seen) {
-        const auto until = std::chrono::steady_clock::now() + kSpin;
+        const auto idle = std::chrono::steady_clock::now();
+        const auto polite = idle + kSpin, sleep = idle + polite_spin();
         for (int spins = 0; generation == seen; ++spins) {
-          _mm_pause();
-          generation = state_.load(std::memory_order_acquire) >> 32;
-          if (generation == seen && spins % 64 == 63 && std::chrono::steady_clock::now() > until) {
-            std::unique_lock<std::mutex> lock(sleep_mutex_);
-            sleepers_.fetch_add(1, std::memory_order_seq_cst);
-            wake_.wait(lock, [&] { return state_.load(std::memory_order_seq_cst) >> 32 != seen; });
-            sleepers_.fetch_sub(1, std::memory_order_relaxed);
-            generation = state_.load(std::memory_order_acquire) >> 32;
+          if (spins % 64 != 63) {
+            _mm_pause();
+          } else {
+            const auto now = std::chrono::steady_clock::now();
+            if (now > sleep) {
+              std::unique_lock<std::mutex> lock(sleep_mutex_);
+              sleepers_.fetch_add(1, std::memory_order_seq_cst);
+              wake_.wait(lock, [&] { return state_.load(std::memory_order_seq_cst) >> 32 != seen; });
+              sleepers_.fetch_sub(1, std::memory_order_relaxed);
+            } else if (now > polite) {
+              sched_yield();
+            }
           }
+          generation = state_.load(std::memory_order_acquire) >> 32;
         }
       }
       seen = generation;

@@ -11,6 +11,11 @@ Each case runs every engine in its own process (compare.run_engine), --rounds ro
 interleaved, keeping each engine's best p50. --streams 2 adds a throughput row: two
 processes of the engine at once, one thread each, inferences/s summed (what a server
 running two requests side by side gets on the 2 cores). Loads are recorded per round.
+
+A/B of two octet builds: --octet-base OTHER_CLI adds "octet fp32 (base)" and "octet int8
+static (base)" rows, run in the same rounds right before their --octet rows, so a change is
+measured against its baseline under the same load; --engines keeps only the named rows
+(comma-separated labels, e.g. "octet int8 static,octet int8 static (base),openvino int8 (nncf)").
 """
 import argparse
 import json
@@ -36,6 +41,16 @@ def files(model, int8_dir):
             "openvino int8 (nncf)": ("openvino", os.path.join(int8_dir, model, "nncf.xml"))}
 
 
+def rebuild_with_base(fp):
+    """The rows with an "(base)" octet row before each octet row."""
+    out = {}
+    for k, v in fp.items():
+        if v[0] == "octet":
+            out[f"{k} (base)"] = v
+        out[k] = v
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--int8-dir", required=True)
@@ -46,20 +61,32 @@ def main():
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--streams", type=int, default=0, help="also measure N single-thread streams at once")
+    p.add_argument("--octet-base", help="a second octet CLI, measured as the '(base)' rows")
+    p.add_argument("--engines", help="comma-separated row labels to run (default: all)")
     p.add_argument("--json", required=True)
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="speed_dims_")
-    out = {"threads": a.threads, "rounds": a.rounds, "cases": []}
+    out = {"threads": a.threads, "rounds": a.rounds, "octet": a.octet, "octet_base": a.octet_base, "cases": []}
     for case in a.case:
         model, spec = case.split(":", 1)
         dims = {k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
         fp = files(model, a.int8_dir)
+        if a.octet_base:  # each base row right before its --octet row, same file
+            fp = rebuild_with_base(fp)
+        if a.engines:
+            keep = [e.strip() for e in a.engines.split(",")]
+            unknown = [e for e in keep if e not in fp]
+            if unknown:
+                p.error(f"--engines: unknown rows {unknown}; rows are {list(fp)}")
+            fp = {k: v for k, v in fp.items() if k in keep}
         inputs = os.path.join(tmp, f"{model}_in.npz")
-        np.savez(inputs, **compare.make_inputs(fp["octet fp32"][1], dims, 0))
+        np.savez(inputs, **compare.make_inputs(files(model, a.int8_dir)["octet fp32"][1], dims, 0))
         rows = {k: {"p50_ms": [], "load": []} for k in fp}
         for _ in range(a.rounds):
             for label, (engine, path) in fp.items():
-                r = compare.run_engine(engine, a, path, dims, inputs, os.path.join(tmp, "out.npz"))
+                cli = a.octet_base if label.endswith("(base)") else a.octet
+                r = compare.run_engine(engine, argparse.Namespace(**{**vars(a), "octet": cli}), path, dims, inputs,
+                                       os.path.join(tmp, "out.npz"))
                 rows[label]["p50_ms"].append(r.get("p50_ms"))
                 rows[label]["load"].append(round(os.getloadavg()[0], 2))
                 if "error" in r or "skipped" in r:
@@ -68,6 +95,7 @@ def main():
             one = argparse.Namespace(**{**vars(a), "threads": 1})
             os.environ["OCTET_BENCH_CONCURRENT"] = "1"  # engines.py: no core pinning across processes
             for label, (engine, path) in fp.items():
+                one.octet = a.octet_base if label.endswith("(base)") else a.octet
                 with ThreadPoolExecutor(a.streams) as pool:
                     reps = list(pool.map(lambda i: compare.run_engine(engine, one, path, dims, inputs,
                                                                       os.path.join(tmp, f"o{i}.npz")),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/quant_ops.h"
+#include "kernels/cpu/vec_ops.h"
 
 namespace octet {
 namespace {
@@ -144,6 +145,57 @@ TEST(CpuQuantVec, ScaleRowIsTheFloatEpilogue) {
           EXPECT_NEAR(y[i], want, 1e-6 * (1 + std::fabs(want))) << t.name << " i " << i;
         }
         EXPECT_EQ(y[n], 9.0f);
+      }
+    }
+  }
+}
+
+// The one-pass epilogue against its definition: scale_row, the GeLU row kernel, the
+// output_scale product, the residual add and min_max run one after another at the same
+// level. Bit for bit (QMatMul's outputs must not move), for every option combination,
+// tail lengths around the vector width, and rows with NaN / infinities / large values.
+TEST(CpuQuantVec, EpilogueRowIsTheRowKernelsInTurnBitForBit) {
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    const cpu::QuantTable& t = cpu::quant_ops();
+    for (int64_t n : {1, 7, 8, 15, 16, 17, 31, 33, 1539}) {
+      std::vector<int32_t> acc(static_cast<size_t>(n)), colsum(static_cast<size_t>(n));
+      std::vector<float> cs(static_cast<size_t>(n)), bias(static_cast<size_t>(n)), os(static_cast<size_t>(n));
+      const std::vector<float> residual = tricky_values(n, 0.05f, static_cast<uint32_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        acc[i] = static_cast<int32_t>(i * 100003 % 200001) - 100000;
+        colsum[i] = static_cast<int32_t>(i * 37 % 501) - 250;
+        cs[i] = 1e-4f * static_cast<float>(i % 97 + 1) * (i % 11 == 0 ? 300.0f : 1.0f);
+        bias[i] = 0.25f * static_cast<float>(i % 13) - 1;
+        os[i] = 0.1f + 0.013f * static_cast<float>(i % 17);
+      }
+      for (int act = 0; act < 3; ++act) {
+        for (int opts = 0; opts < 16; ++opts) {
+          const bool with_bias = opts & 1, with_os = opts & 2, with_res = opts & 4, range = opts & 8;
+          cpu::EpilogueRow e{acc.data(), colsum.data(), 131, 0.02f, cs.data()};
+          e.bias = with_bias ? bias.data() : nullptr;
+          e.activation = act;
+          e.out_scale = with_os ? os.data() : nullptr;
+          e.residual = with_res ? residual.data() : nullptr;
+          std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n) + 1, 9.0f);
+          t.scale_row(e.acc, e.colsum, e.za, e.row_scale, e.col_scale, e.bias, want.data(), n);
+          if (act == 1) cpu::unary(cpu::UnaryOp::GeluErfFast, want.data(), want.data(), n);
+          if (act == 2) cpu::gelu(want.data(), want.data(), n, true);
+          if (with_os) cpu::binary(cpu::BinaryOp::Mul, want.data(), os.data(), want.data(), n);
+          if (with_res) cpu::add_bias(want.data(), residual.data(), want.data(), n);
+          float mn = 7, mx = 7, want_mn = 0, want_mx = 0;
+          t.epilogue_row(e, got.data(), n, range ? &mn : nullptr, range ? &mx : nullptr);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * static_cast<size_t>(n)), 0)
+              << t.name << " n " << n << " act " << act << " opts " << opts;
+          EXPECT_EQ(got[n], 9.0f);
+          if (range) {
+            t.min_max(want.data(), n, &want_mn, &want_mx);
+            EXPECT_EQ(std::memcmp(&mn, &want_mn, sizeof(float)), 0) << t.name << " n " << n;
+            EXPECT_EQ(std::memcmp(&mx, &want_mx, sizeof(float)), 0) << t.name << " n " << n;
+          } else {
+            EXPECT_EQ(mn, 7.0f);
+          }
+        }
       }
     }
   }

@@ -203,21 +203,29 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
                                  int64_t begin, int64_t end, const Output& out) const {
   const cpu::QuantTable& q = cpu::quant_ops();
   const int64_t n = gemm_->n();
-  const float* bias = bias_.empty() ? nullptr : bias_.data();
   // A quantized Y (or one nobody reads): each float row is formed in a buffer that stays
   // in cache, then quantized (normalized).
   const bool buffered = quantized_y_ || per_row_y_ || !out.y;
   std::vector<float> buffer(buffered ? static_cast<size_t>(n) : 0);
   std::vector<float> normalized(norm_ ? static_cast<size_t>(n) : 0);
   const cpu::VecTable& t = cpu::vec_ops();
+  // One pass per row from the sums to the finished float row (scale, bias, GeLU(erf) as the
+  // fused primitive's post-op approximates it (vec_impl.h gelu_erf_fast), output_scale,
+  // residual): the same operations as those row kernels in turn, without storing and
+  // reloading the row between them. A uint8 per-row Y gets the row's range on the way.
+  cpu::EpilogueRow e{nullptr, gemm_->colsum().data(), 0, 0, sb_.data()};
+  e.bias = bias_.empty() ? nullptr : bias_.data();
+  e.activation = activation_ == Activation::GeluErf ? 1 : activation_ == Activation::GeluTanh ? 2 : 0;
+  e.out_scale = out_scale_.empty() ? nullptr : out_scale_.data();
+  const bool row_range = per_row_y_ && !int8_row_y_;
   for (int64_t m = begin; m < end; ++m) {
     float* row = buffered ? buffer.data() : static_cast<float*>(out.y) + m * n;
-    q.scale_row(sums + (m - begin) * n, gemm_->colsum().data(), za[m], sa[m], sb_.data(), bias, row, n);
-    // GeLU(erf) as the fused primitive's post-op approximates it (vec_impl.h gelu_erf_fast).
-    if (activation_ == Activation::GeluErf) cpu::unary(cpu::UnaryOp::GeluErfFast, row, row, n);
-    if (activation_ == Activation::GeluTanh) cpu::gelu(row, row, n, true);
-    if (!out_scale_.empty()) cpu::binary(cpu::BinaryOp::Mul, row, out_scale_.data(), row, n);
-    if (residual) cpu::add_bias(row, residual + m * n, row, n);
+    e.acc = sums + (m - begin) * n;
+    e.za = za[m];
+    e.row_scale = sa[m];
+    e.residual = residual ? residual + m * n : nullptr;
+    float mn = 0, mx = 0;
+    q.epilogue_row(e, row, n, row_range ? &mn : nullptr, row_range ? &mx : nullptr);
     if (norm_) {
       // LayerNormQuantize's per-row mode on the finished row: the same calls in the same
       // order, so the same bits as that node reading Y.
@@ -235,7 +243,10 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
       q.quantize(row, n, y_scale_, y_zero_, int8_y_ ? -128 : 0, int8_y_ ? 127 : 255, qy);
     } else if (per_row_y_) {
       uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
-      const cpu::RowParams p = cpu::quantize_row_dynamic(q, row, n, int8_row_y_, qy);
+      // quantize_row_dynamic's parameters and pass, with the range already taken.
+      const cpu::RowParams p =
+          row_range ? cpu::dynamic_uint8_params(mn, mx) : cpu::dynamic_row_params(q, row, n, int8_row_y_);
+      q.quantize(row, n, p.scale, p.zero_point, 0, 255, qy);
       out.row_scale[m] = p.scale;
       out.row_zero[m] = p.zero_point;
     }

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/simd/quant_table.h"
+#include "kernels/cpu/simd/vec_impl.h"  // Math<T>: the GeLU forms of the vec table at this level
 
 namespace octet::cpu::simd {
 namespace {
@@ -108,6 +109,87 @@ void scale_row_impl(const int32_t* acc, const int32_t* colsum, int32_t za, float
   }
 }
 
+// Ends a row kernel's step: the value is rounded to float as the separate kernel stored it.
+// Without it GCC may contract a multiply of one step and the add of the next into an FMA
+// (-ffp-contract=fast is its default; it applies to the intrinsics' vector operators too),
+// e.g. output_scale's product and the residual add: a different last bit.
+template <class F>
+inline F step_end(F v) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  asm("" : "+v"(v));
+#endif
+  return v;
+}
+
+// epilogue_row with its options as template arguments (no branches in the loop). Each
+// step is the expression of the row kernel it replaces (scale_row_impl's `one`,
+// unary_row's Math<T> GeLU, binary_row's mul / add), so every lane gets the same bits.
+template <class Q, int kAct, bool kOutScale, bool kResidual, bool kMinMax>
+void epilogue_row_t(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
+  using F = typename Q::F;
+  using I = typename Q::I;
+  const I vza = Q::set1_i(e.za);
+  const F rs = Q::set1(e.row_scale), zero = Q::set1(0.0f);
+  auto value = [&](I a, I c, F s, F b, F os, F res) {
+    F v = step_end(Q::fmadd(Q::mul(rs, s), Q::int_to_float(Q::sub_i(a, Q::mullo_i(vza, c))), b));
+    if constexpr (kAct == 1) v = step_end(Math<Q>::gelu_erf_fast(v));
+    if constexpr (kAct == 2) v = step_end(Math<Q>::gelu_tanh(v));
+    if constexpr (kOutScale) v = step_end(Q::mul(v, os));
+    if constexpr (kResidual) v = Q::add(v, res);
+    return v;
+  };
+  F lo = zero, hi = zero;  // min_max_row's accumulators (NaN skipped by the operand order)
+  int64_t i = 0;
+  for (; i + Q::kWidth <= n; i += Q::kWidth) {
+    const F v = value(Q::load_i(e.acc + i), Q::load_i(e.colsum + i), Q::load(e.col_scale + i),
+                      e.bias ? Q::load(e.bias + i) : zero, kOutScale ? Q::load(e.out_scale + i) : zero,
+                      kResidual ? Q::load(e.residual + i) : zero);
+    Q::store(y + i, v);
+    if constexpr (kMinMax) {
+      lo = Q::min(v, lo);
+      hi = Q::max(v, hi);
+    }
+  }
+  if (i < n) {
+    const int64_t r = n - i;
+    const F v = value(Q::load_i_tail(e.acc + i, r), Q::load_i_tail(e.colsum + i, r), Q::load_tail(e.col_scale + i, r, 0.0f),
+                      e.bias ? Q::load_tail(e.bias + i, r, 0.0f) : zero,
+                      kOutScale ? Q::load_tail(e.out_scale + i, r, 0.0f) : zero,
+                      kResidual ? Q::load_tail(e.residual + i, r, 0.0f) : zero);
+    Q::store_tail(y + i, v, r);
+    if constexpr (kMinMax) {
+      const F t = Q::load_tail(y + i, r, 0.0f);  // the unused lanes as 0, as min_max_row reads them
+      lo = Q::min(t, lo);
+      hi = Q::max(t, hi);
+    }
+  }
+  if constexpr (kMinMax) {
+    *mn = 0.0f - Q::reduce_max(Q::sub(zero, lo));
+    *mx = Q::reduce_max(hi);
+  }
+}
+
+template <class Q, int kAct, bool kOutScale, bool kResidual>
+void epilogue_row_mm(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
+  if (mn && mx) epilogue_row_t<Q, kAct, kOutScale, kResidual, true>(e, y, n, mn, mx);
+  else epilogue_row_t<Q, kAct, kOutScale, kResidual, false>(e, y, n, mn, mx);
+}
+
+template <class Q, int kAct>
+void epilogue_row_act(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
+  if (e.out_scale && e.residual) epilogue_row_mm<Q, kAct, true, true>(e, y, n, mn, mx);
+  else if (e.out_scale) epilogue_row_mm<Q, kAct, true, false>(e, y, n, mn, mx);
+  else if (e.residual) epilogue_row_mm<Q, kAct, false, true>(e, y, n, mn, mx);
+  else epilogue_row_mm<Q, kAct, false, false>(e, y, n, mn, mx);
+}
+
+template <class Q>
+void epilogue_row_impl(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
+  if (e.activation == 1) epilogue_row_act<Q, 1>(e, y, n, mn, mx);
+  else if (e.activation == 2) epilogue_row_act<Q, 2>(e, y, n, mn, mx);
+  else epilogue_row_act<Q, 0>(e, y, n, mn, mx);
+}
+
 // One element of QLinearMatMul's requantization (the scalar definition every level shares).
 inline uint8_t requantize_one(int32_t acc, double mult, double zp, int32_t lo, int32_t hi) {
   double v = std::nearbyint(static_cast<double>(acc) * mult) + zp;
@@ -128,6 +210,7 @@ void fill_quant(QuantTable& t, const char* name) {
   t.abs_max = abs_max_row<Q>;
   t.dequantize = dequantize_row<Q>;
   t.scale_row = scale_row_impl<Q>;
+  t.epilogue_row = epilogue_row_impl<Q>;
   t.requantize = requantize_scalar;
 }
 

@@ -13,6 +13,20 @@
 
 namespace octet::cpu {
 
+// One output row of an int8 product's per-row epilogue (QMatMul's raw-sums path): what
+// scale_row computes, then the activation, the output_scale product and the residual add.
+struct EpilogueRow {
+  const int32_t* acc;
+  const int32_t* colsum;
+  int32_t za;
+  float row_scale;
+  const float* col_scale;
+  const float* bias = nullptr;       // may be null
+  int activation = 0;                // 0 none, 1 GeLU (vec_ops' GeluErfFast), 2 GeLU-tanh
+  const float* out_scale = nullptr;  // per column; may be null
+  const float* residual = nullptr;   // this row of it; may be null
+};
+
 struct QuantTable {
   const char* name = nullptr;  // "generic", "avx2", "avx512"
 
@@ -34,6 +48,12 @@ struct QuantTable {
   // like int32 arithmetic (callers keep the exact result within int32).
   void (*scale_row)(const int32_t* acc, const int32_t* colsum, int32_t za, float row_scale, const float* col_scale,
                     const float* bias, float* y, int64_t n) = nullptr;
+  // y = the epilogue of e in one pass (the row's vectors stay in registers from the sums to
+  // the store): scale_row, then vec_ops' GeLU (UnaryOp::GeluErfFast, or GeluTanh), * out_scale
+  // (BinaryOp::Mul), + residual (BinaryOp::Add) -- per element the same float operations in
+  // the same order as running those row kernels in turn at this level, so bit-identical to
+  // them. With mn / mx non-null also min_max(y) (one pass fewer for a per-row quantized Y).
+  void (*epilogue_row)(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) = nullptr;
 };
 
 void fill_quant_table_generic(QuantTable& t);

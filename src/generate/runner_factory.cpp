@@ -77,7 +77,7 @@ std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, co
   if (choice == "portable") reason = "OCTET_KV_CACHE=portable";
   std::shared_ptr<const Session> first = files.first.empty() ? nullptr : load_session(files.first, options);
   Model model = load_model(files.with_past);
-  const Node* merged = merged_if(*model.graph);
+  const Node* merged = merged_if(*model.graph);  // points into model.graph
   bool decoder_only_merged = false, one_token = false;
   if (merged) {
     Model else_branch = load_subgraph(*merged, "else_branch");
@@ -93,6 +93,10 @@ std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, co
       auto no_past = std::make_shared<const Session>(std::shared_ptr<Graph>(std::move(else_branch.graph)),
                                                      options.session);
       Model then_branch = load_subgraph(*merged, "then_branch");
+      // Each branch holds its own copy of the weights now: the merged file's go before the
+      // with-past session packs its copy (the portable fallback reads the file again).
+      merged = nullptr;
+      model.graph.reset();
       if (auto runner = in_place(std::shared_ptr<Graph>(std::move(then_branch.graph)), no_past, options, reason))
         return one_token ? one_token_steps(std::move(runner), true) : std::move(runner);
       reason = "merged decoder: " + reason;

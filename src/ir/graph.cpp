@@ -245,6 +245,18 @@ Value* Graph::add_initializer(const std::string& name, std::shared_ptr<const Ten
   return v;
 }
 
+void Graph::make_initializer(Value* v, std::shared_ptr<const Tensor> data) {
+  auto it = std::find(inputs_.begin(), inputs_.end(), v);
+  if (!v || it == inputs_.end() || !data) fail("make_initializer: '", v ? v->name() : "", "' is not a graph input");
+  const TensorType want(data->dtype(), DimVector(data->shape().begin(), data->shape().end()));
+  if (v->type.dtype != want.dtype || v->type.dims != want.dims)
+    fail("make_initializer: input '", v->name(), "' is ", v->type.to_string(), ", its data ", want.to_string());
+  inputs_.erase(it);
+  v->is_graph_input_ = false;
+  v->is_initializer_ = true;
+  v->constant_ = std::move(data);
+}
+
 Node* Graph::add_node(const std::string& op_type, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, std::vector<Attribute> attrs,
                       const std::string& domain, const std::string& name) {

@@ -171,6 +171,10 @@ class Graph {
   // ---- construction API (importers and tests) ----
   Value* add_input(const std::string& name, TensorType type);
   Value* add_initializer(const std::string& name, std::shared_ptr<const Tensor> data);
+  // Turns graph input `v` into an initializer holding `data` (same dtype and shape as its
+  // type): load_subgraph shares an outer graph's large constants this way instead of
+  // copying them through a proto. Throws when `v` is not an input or the data does not fit.
+  void make_initializer(Value* v, std::shared_ptr<const Tensor> data);
   // Inputs are looked up by name ("" = omitted); outputs are created ("" = omitted).
   Node* add_node(const std::string& op_type, const std::vector<std::string>& inputs,
                  const std::vector<std::string>& outputs, std::vector<Attribute> attrs = {},

@@ -25,9 +25,23 @@ Model load_subgraph(const Node& node, const std::string& attr) {
   onnx::GraphProto* g = model.mutable_graph();
   *g = proto.g();
   if (g->name().empty()) g->set_name(attr);
+  // Large constants (weights) are shared with the outer graph, not copied: declared as
+  // inputs here and made initializers holding the outer tensors after loading. Small ones
+  // (shapes, axes) go in as initializers, so loading infers shapes from their values.
+  constexpr size_t kShareBytes = 64 << 10;
+  std::vector<std::pair<std::string, std::shared_ptr<const Tensor>>> shared;
   for (const std::string& name : free_names(*g)) {
     const Value* v = outer->find_value(name);
     if (!v) fail(where, ": reads '", name, "', which the enclosing graph does not define");
+    if (v->is_initializer() && !v->is_graph_input() && v->constant() && v->constant()->bytes() >= kShareBytes) {
+      shared.emplace_back(name, v->constant());
+      onnx::ValueInfoProto* in = g->add_input();
+      in->set_name(name);
+      onnx_io::type_to_proto(TensorType(v->constant()->dtype(), DimVector(v->constant()->shape().begin(),
+                                                                          v->constant()->shape().end())),
+                             in->mutable_type());
+      continue;
+    }
     if (v->is_initializer() && !v->is_graph_input() && v->constant()) {
       onnx::TensorProto* t = g->add_initializer();
       tensor_to_proto(*v->constant(), t);
@@ -41,7 +55,9 @@ Model load_subgraph(const Node& node, const std::string& attr) {
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes)) fail(where, ": cannot serialize the subgraph (over 2 GiB?)");
-  return load_model_from_memory(bytes, where);
+  Model m = load_model_from_memory(bytes, where);
+  for (auto& [name, data] : shared) m.graph->make_initializer(m.graph->value(name), std::move(data));
+  return m;
 }
 
 }  // namespace octet

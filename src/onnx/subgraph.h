@@ -23,9 +23,10 @@ namespace octet {
 std::vector<std::string> free_names(const onnx::GraphProto& g);
 
 // The graph held by attribute `attr` of `node` as a Model. Each outer value it reads is an
-// initializer of the subgraph when the outer value is a constant (a copy of its data, so
-// the subgraph's kernels can prepack and fold it), and a graph input of the outer value's
-// type otherwise. Errors name the node and the attribute.
+// initializer of the subgraph when the outer value is a constant (so the subgraph's
+// kernels can prepack and fold it; a large one shares the outer tensor's data, a small one
+// is copied), and a graph input of the outer value's type otherwise. Errors name the node
+// and the attribute.
 Model load_subgraph(const Node& node, const std::string& attr);
 
 }  // namespace octet

@@ -151,6 +151,36 @@ void SelfCaches::feed(NamedTensors& in, int64_t cached, int64_t total) const {
   }
 }
 
+std::vector<int> SelfCaches::input_positions(const Session& session) const {
+  std::vector<int> out;
+  auto find = [&](const std::string& name) {
+    const int p = session.input_position(name);
+    if (p < 0) fail("in-place runner: the rewritten model has no input '", name, "'");
+    out.push_back(p);
+  };
+  find(kPastLength);
+  for (const CacheSlot& c : slots_) {
+    find(c.cache);
+    find(c.past_view);
+    find(c.present_view);
+  }
+  return out;
+}
+
+void SelfCaches::feed(Session::PositionalTensors& in, const std::vector<int>& positions, int64_t cached,
+                      int64_t total) const {
+  OCTET_ASSERT(positions.size() == 1 + 3 * slots_.size(), "in-place cache: positions of another model");
+  Tensor past(DType::Int64, {1});
+  past.mutable_data<int64_t>()[0] = cached;
+  in.emplace_back(positions[0], std::move(past));
+  size_t p = 1;
+  for (const CacheSlot& c : slots_) {
+    in.emplace_back(positions[p++], Tensor(DType::Float32, {batch_, c.groups, capacity_, c.head}, c.buffer));
+    in.emplace_back(positions[p++], view(c, cached));
+    in.emplace_back(positions[p++], view(c, total));
+  }
+}
+
 void SelfCaches::write_rows(size_t i, const Tensor& rows, int64_t at) {
   const CacheSlot& c = slots_.at(i);
   const auto& s = rows.shape();
@@ -184,6 +214,11 @@ Tensor last_logits(const NamedTensors& out, int64_t b, int64_t s, const char* wh
   for (const auto& [name, t] : out)
     if (name == "logits") logits = &t;
   if (!logits) logits = &out.front().second;
+  return last_logits(*logits, b, s, who);
+}
+
+Tensor last_logits(const Tensor& logits_tensor, int64_t b, int64_t s, const char* who) {
+  const Tensor* logits = &logits_tensor;
   if (logits->dtype() != DType::Float32 || logits->rank() != 3 || logits->shape()[0] != b || logits->shape()[1] != s)
     fail(who, ": logits ", logits->describe(), " are not float32 [", b, ", ", s, ", vocab]");
   const int64_t vocab = logits->shape()[2];

@@ -65,6 +65,10 @@ class SelfCaches {
   void ensure_capacity(int64_t b, int64_t tokens, int64_t cached);
   // Adds past_length, every cache and its past/present views to `in`.
   void feed(NamedTensors& in, int64_t cached, int64_t total) const;
+  // The same by input position (Session::run_positional): `positions` from
+  // input_positions(session), looked up once.
+  std::vector<int> input_positions(const Session& session) const;
+  void feed(Session::PositionalTensors& in, const std::vector<int>& positions, int64_t cached, int64_t total) const;
   // Writes rows [at, at + n) of slot i from `rows` [batch, groups, n, head] float32.
   void write_rows(size_t i, const Tensor& rows, int64_t at);
   // Row r becomes the old row rows[r]; every index must be < batch().
@@ -80,5 +84,6 @@ class SelfCaches {
 // The logits of each row's last token: float32 [b, vocab] from the model's `logits`
 // output [b, s, vocab] (the first output when none is named so).
 Tensor last_logits(const NamedTensors& out, int64_t b, int64_t s, const char* who);
+Tensor last_logits(const Tensor& logits, int64_t b, int64_t s, const char* who);
 
 }  // namespace octet::generate

@@ -14,6 +14,15 @@ class InPlaceKvRunner : public DecoderRunner {
       : caches_(std::move(slots)) {
     has_positions_ = graph->find_value("position_ids") && graph->find_value("position_ids")->is_graph_input();
     session_ = std::make_unique<Session>(std::move(graph), options);
+    // Positions looked up once: a step then does no name lookups (Session::run_positional).
+    ids_at_ = session_->input_position("input_ids");
+    mask_at_ = session_->input_position("attention_mask");
+    positions_at_ = has_positions_ ? session_->input_position("position_ids") : -1;
+    if (ids_at_ < 0 || mask_at_ < 0) fail("in-place runner: the model takes no input_ids or attention_mask");
+    cache_at_ = caches_.input_positions(*session_);
+    // The logits as last_logits finds them: the output named so, else the first.
+    const int logits = session_->output_position("logits");
+    logits_at_ = {logits >= 0 ? logits : 0};
   }
 
   Tensor step(const DecoderStep& step) override {
@@ -27,25 +36,29 @@ class InPlaceKvRunner : public DecoderRunner {
     caches_.ensure_capacity(b, cached_ + s, cached_);
     const int64_t total = cached_ + s;
 
-    NamedTensors in;
+    Session::PositionalTensors in;
     in.reserve(4 + 3 * caches_.slots().size() + step.extra_inputs.size());
     Tensor ids(DType::Int64, {b, s});
     std::copy(step.tokens.begin(), step.tokens.end(), ids.mutable_data<int64_t>());
-    in.emplace_back("input_ids", std::move(ids));
+    in.emplace_back(ids_at_, std::move(ids));
     Tensor mask(DType::Int64, {b, total});
     std::fill_n(mask.mutable_data<int64_t>(), b * total, int64_t{1});
-    in.emplace_back("attention_mask", std::move(mask));
+    in.emplace_back(mask_at_, std::move(mask));
     if (has_positions_) {
       Tensor pos(DType::Int64, {b, s});
       for (int64_t r = 0; r < b; ++r)
         for (int64_t i = 0; i < s; ++i) pos.mutable_data<int64_t>()[r * s + i] = cached_ + i;
-      in.emplace_back("position_ids", std::move(pos));
+      in.emplace_back(positions_at_, std::move(pos));
     }
-    caches_.feed(in, cached_, total);
-    for (const auto& e : step.extra_inputs) in.push_back(e);
-    NamedTensors out = session_->run(in, profile_);
+    caches_.feed(in, cache_at_, cached_, total);
+    for (const auto& [name, t] : step.extra_inputs) {
+      const int at = session_->input_position(name);
+      if (at < 0) fail("in-place runner: the model has no input '", name, "'");
+      in.emplace_back(at, t);
+    }
+    std::vector<Tensor> out = session_->run_positional(in, logits_at_, profile_);
     cached_ = total;
-    return last_logits(out, b, s, "in-place runner");
+    return last_logits(out.front(), b, s, "in-place runner");
   }
 
   int64_t cached_tokens() const override { return cached_; }
@@ -59,6 +72,8 @@ class InPlaceKvRunner : public DecoderRunner {
   std::unique_ptr<Session> session_;
   RunProfile* profile_ = nullptr;
   bool has_positions_ = false;
+  int ids_at_ = -1, mask_at_ = -1, positions_at_ = -1;
+  std::vector<int> cache_at_, logits_at_;
   int64_t cached_ = 0;
 };
 

@@ -37,6 +37,7 @@
 #include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "runtime/dim_table.h"
+#include "runtime/input_binding.h"
 #include "runtime/memory_plan.h"
 
 namespace octet {
@@ -98,6 +99,17 @@ class Session {
   NamedTensors run(const NamedTensors& inputs, RunProfile* profile) const;
   // The same, showing `observer` every value as it is computed (see ValueObserver).
   NamedTensors run(const NamedTensors& inputs, const ValueObserver& observer) const;
+
+  // Repeated runs of one model (a decode loop: some 180 inputs a step) without the name
+  // lookups: the caller finds each input's position once (input_position: its index in
+  // graph().inputs(), -1 when there is no such input) and gives (position, tensor) pairs;
+  // `outputs` lists the graph outputs wanted (output_position), returned in that order.
+  // Checks as run() does.
+  int input_position(const std::string& name) const;
+  int output_position(const std::string& name) const;
+  using PositionalTensors = std::vector<std::pair<int, Tensor>>;
+  std::vector<Tensor> run_positional(const PositionalTensors& inputs, const std::vector<int>& outputs,
+                                     RunProfile* profile = nullptr) const;
 
   const Graph& graph() const { return *graph_; }
   // Graph inputs the caller must provide (inputs that are not initializers).
@@ -183,7 +195,8 @@ class Session {
   void release_if_packed(Value* v, const std::unordered_map<const Node*, size_t>& step_of);
   void plan_lifetimes();
   void compile_shapes();
-  std::shared_ptr<const RunPlan> plan_for(const Bindings& bindings) const;
+  // The plan for the bindings `state` holds (cached by its symbol values).
+  std::shared_ptr<const RunPlan> plan_for(const InputBinder::State& state) const;
   // reuse_arena: may share the arena layout of the plan made last (plan_for); memory_stats
   // asks for the layout of exactly these bindings.
   std::shared_ptr<const RunPlan> make_plan(const Bindings& bindings, bool reuse_arena) const;
@@ -191,7 +204,15 @@ class Session {
   std::shared_ptr<const ArenaPlan> place_arena(const RunPlan& plan, const std::shared_ptr<const ArenaPlan>& previous) const;
   // The shape slot `slot` has under `plan` (known_shape[slot] must be set).
   const int64_t* planned_shape(const RunPlan& plan, int slot) const { return plan.dims.data() + slot_shape_[slot].offset; }
-  NamedTensors run_steps(const NamedTensors& inputs, RunProfile* profile, const ValueObserver* observer) const;
+  // The run proper: inputs as (input position, tensor), outputs by position (`outputs`
+  // null: every graph output, in order).
+  std::vector<Tensor> run_steps(const std::vector<std::pair<int, const Tensor*>>& inputs,
+                                const std::vector<int>* outputs, RunProfile* profile,
+                                const ValueObserver* observer) const;
+  NamedTensors run_named(const NamedTensors& inputs, RunProfile* profile, const ValueObserver* observer) const;
+  // Per step: it computes nothing the graph outputs `outputs` need (a decode runner that
+  // wants only the logits skips the steps that feed the presents). Cached per list.
+  std::shared_ptr<const std::vector<char>> unneeded_steps(const std::vector<int>& outputs) const;
   // Runs a views_input step without its kernel: its output becomes input 0 under the shape
   // the plan has for it. False (nothing done) when that cannot be made; the kernel runs.
   bool run_view_step(const Step& step, const RunPlan& plan, std::vector<std::shared_ptr<const Tensor>>& values) const;
@@ -220,12 +241,20 @@ class Session {
   // Slots that may live in the arena: the roots of their view classes that a step writes.
   std::vector<int> arena_slots_;
   std::vector<int> required_slots_;  // graph inputs a run must be given
+  // The graph inputs' dims compiled for binding (runtime/input_binding.h); per slot, its
+  // input number there (-1 for a slot that is not a graph input).
+  InputBinder binder_;
+  std::vector<int> input_of_slot_;
+  std::vector<int> input_slots_;  // per graph input position, its slot
   std::vector<int> initializer_slots_, output_slots_;
 
   mutable std::mutex plans_mutex_;
-  mutable std::map<Bindings, std::shared_ptr<const RunPlan>> plans_;
-  mutable std::deque<Bindings> plan_order_;  // plans_' keys, oldest first (eviction)
-  mutable std::shared_ptr<const RunPlan> last_plan_;  // made last by plan_for: a layout donor
+  // Keyed by the input symbols' values (InputBinder::State::symbols): comparing a few
+  // integers, not a map of names, at every run.
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const RunPlan>> plans_;
+  mutable std::deque<std::vector<int64_t>> plan_order_;  // plans_' keys, oldest first (eviction)
+  mutable std::shared_ptr<const RunPlan> last_plan_;
+  mutable std::map<std::vector<int>, std::shared_ptr<const std::vector<char>>> unneeded_;  // made last by plan_for: a layout donor
   mutable ArenaPool arenas_;
 };
 

@@ -71,8 +71,14 @@ void Session::compile_shapes() {
     has_shape_[s] = 1;
     if (life_first_[s] >= 0 && type.dtype != DType::String) arena_slots_.push_back(static_cast<int>(s));
   }
-  for (const Value* v : graph_->inputs())
+  input_of_slot_.assign(n, -1);
+  int inputs = 0;
+  for (const Value* v : graph_->inputs()) {
     if (!v->is_initializer()) required_slots_.push_back(slot_of(v));
+    input_of_slot_[slot_of(v)] = inputs++;
+    input_slots_.push_back(slot_of(v));
+    binder_.add(v->name(), v->type.dims ? &*v->type.dims : nullptr);
+  }
   for (const Value* v : graph_->initializers()) initializer_slots_.push_back(slot_of(v));
   for (const Value* v : graph_->outputs()) output_slots_.push_back(slot_of(v));
   // The reference kernels stay the oracle: with them, every value is computed by its kernel.
@@ -96,15 +102,15 @@ void Session::compile_shapes() {
   }
 }
 
-std::shared_ptr<const Session::RunPlan> Session::plan_for(const Bindings& bindings) const {
+std::shared_ptr<const Session::RunPlan> Session::plan_for(const InputBinder::State& state) const {
   {
     std::lock_guard<std::mutex> lock(plans_mutex_);
-    auto it = plans_.find(bindings);
+    auto it = plans_.find(state.symbols);
     if (it != plans_.end()) return it->second;
   }
-  auto plan = make_plan(bindings, true);
+  auto plan = make_plan(binder_.bindings(state), true);
   std::lock_guard<std::mutex> lock(plans_mutex_);
-  if (plans_.emplace(bindings, plan).second) plan_order_.push_back(bindings);
+  if (plans_.emplace(state.symbols, plan).second) plan_order_.push_back(state.symbols);
   while (plans_.size() > kMaxCachedPlans) {
     plans_.erase(plan_order_.front());
     plan_order_.pop_front();
@@ -133,16 +139,21 @@ std::shared_ptr<const Session::RunPlan> Session::make_plan(const Bindings& bindi
   fold_steps(*plan, previous.get());
 
   plan->bytes.assign(n, -1);
-  std::vector<int64_t> shape;
   for (int s : arena_slots_) {
     if (!plan->known_shape[s] || plan->folded[s]) continue;
     const Value* v = slot_values_[s];
-    shape.assign(planned_shape(*plan, s), planned_shape(*plan, s) + slot_shape_[s].size);
-    auto bytes = try_tensor_bytes(v->type.dtype, shape);
+    // The element count without building a shape vector (a decode step's plan sizes some
+    // 400 tensors); a negative dim or an overflow goes to the checked path below.
+    const int64_t* dims = planned_shape(*plan, s);
+    int64_t numel = 1;
+    bool ok = true;
+    for (uint32_t i = 0; i < slot_shape_[s].size && ok; ++i)
+      ok = dims[i] >= 0 && !__builtin_mul_overflow(numel, dims[i], &numel);
+    auto bytes = ok ? try_storage_bytes(v->type.dtype, numel) : std::nullopt;
     // Else fails, naming the tensor and the limit it passed.
     plan->bytes[s] = static_cast<int64_t>(
         bytes ? *bytes
-              : checked_tensor_bytes(v->type.dtype, shape,
+              : checked_tensor_bytes(v->type.dtype, std::vector<int64_t>(dims, dims + slot_shape_[s].size),
                                      (v->producer() ? v->producer()->describe() + " output '" : "'") + v->name() + "'"));
   }
   plan->arena = place_arena(*plan, previous ? previous->arena : nullptr);

@@ -91,23 +91,30 @@ bool Session::run_view_step(const Step& step, const RunPlan& plan,
 }
 
 NamedTensors Session::run(const NamedTensors& inputs, RunProfile* profile) const {
-  return run_steps(inputs, profile, nullptr);
+  return run_named(inputs, profile, nullptr);
 }
 
 NamedTensors Session::run(const NamedTensors& inputs, const ValueObserver& observer) const {
-  return run_steps(inputs, nullptr, observer ? &observer : nullptr);
+  return run_named(inputs, nullptr, observer ? &observer : nullptr);
 }
 
-NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
-                                const ValueObserver* observer) const {
-  // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
-  omp_set_num_threads(threads_);
-  std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
-  for (int slot : initializer_slots_) values[slot] = slot_values_[slot]->constant();
+int Session::input_position(const std::string& name) const {
+  const auto& ins = graph_->inputs();
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i]->name() == name) return static_cast<int>(i);
+  return -1;
+}
 
-  // Bind and validate inputs.
-  Bindings bindings;
-  std::vector<char> given(slot_values_.size(), 0);
+int Session::output_position(const std::string& name) const {
+  const auto& outs = graph_->outputs();
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i]->name() == name) return static_cast<int>(i);
+  return -1;
+}
+
+NamedTensors Session::run_named(const NamedTensors& inputs, RunProfile* profile, const ValueObserver* observer) const {
+  std::vector<std::pair<int, const Tensor*>> positional;
+  positional.reserve(inputs.size());
   for (const auto& [name, tensor] : inputs) {
     const Value* v = graph_->find_value(name);
     if (!v || !v->is_graph_input()) {
@@ -115,25 +122,93 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
       for (const Value* r : required_inputs()) expected += (expected.empty() ? "" : ", ") + r->name();
       fail("'", name, "' is not an input of this model (inputs: ", expected, ")");
     }
-    const int slot = slot_of(v);
-    if (given[slot]) fail("input '", name, "' is given twice");
+    positional.emplace_back(input_of_slot_[slot_of(v)], &tensor);
+  }
+  std::vector<Tensor> out = run_steps(positional, nullptr, profile, observer);
+  NamedTensors named;
+  named.reserve(out.size());
+  for (size_t i = 0; i < out.size(); ++i) named.emplace_back(slot_values_[output_slots_[i]]->name(), std::move(out[i]));
+  return named;
+}
+
+std::vector<Tensor> Session::run_positional(const PositionalTensors& inputs, const std::vector<int>& outputs,
+                                            RunProfile* profile) const {
+  std::vector<std::pair<int, const Tensor*>> positional;
+  positional.reserve(inputs.size());
+  for (const auto& [position, tensor] : inputs) {
+    if (position < 0 || static_cast<size_t>(position) >= input_slots_.size())
+      fail("input position ", position, " is not one of this model's ", input_slots_.size(), " inputs");
+    positional.emplace_back(position, &tensor);
+  }
+  for (int o : outputs)
+    if (o < 0 || static_cast<size_t>(o) >= output_slots_.size())
+      fail("output position ", o, " is not one of this model's ", output_slots_.size(), " outputs");
+  return run_steps(positional, &outputs, profile, nullptr);
+}
+
+std::shared_ptr<const std::vector<char>> Session::unneeded_steps(const std::vector<int>& outputs) const {
+  {
+    std::lock_guard<std::mutex> lock(plans_mutex_);
+    auto it = unneeded_.find(outputs);
+    if (it != unneeded_.end()) return it->second;
+  }
+  std::vector<char> needed_slot(slot_values_.size(), 0);
+  for (int o : outputs) needed_slot[output_slots_[static_cast<size_t>(o)]] = 1;
+  auto unneeded = std::make_shared<std::vector<char>>(steps_.size(), 1);
+  for (size_t i = steps_.size(); i-- > 0;) {
+    const Step& step = steps_[i];
+    bool needed = false;
+    for (int out : step.outputs) needed = needed || (out >= 0 && needed_slot[out]);
+    if (!needed) continue;
+    (*unneeded)[i] = 0;
+    for (int in : step.inputs)
+      if (in >= 0) needed_slot[in] = 1;
+    for (int in : step.implicit) needed_slot[in] = 1;
+  }
+  std::lock_guard<std::mutex> lock(plans_mutex_);
+  // A caller asks for one list or a few: bounded anyway.
+  if (unneeded_.size() >= 16) unneeded_.clear();
+  unneeded_.emplace(outputs, unneeded);
+  return unneeded;
+}
+
+std::vector<Tensor> Session::run_steps(const std::vector<std::pair<int, const Tensor*>>& inputs,
+                                       const std::vector<int>* wanted, RunProfile* profile,
+                                       const ValueObserver* observer) const {
+  // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
+  omp_set_num_threads(threads_);
+  std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
+  for (int slot : initializer_slots_) values[slot] = slot_values_[slot]->constant();
+
+  // Bind and validate inputs (compiled per session: runtime/input_binding.h).
+  InputBinder::State bound = binder_.start();
+  std::vector<char> given(slot_values_.size(), 0);
+  for (const auto& [position, tensor] : inputs) {
+    const int slot = input_slots_[static_cast<size_t>(position)];
+    const Value* v = slot_values_[slot];
+    if (given[slot]) fail("input '", v->name(), "' is given twice");
     given[slot] = 1;
-    if (v->type.known() && tensor.dtype() != v->type.dtype)
-      fail("input '", name, "' is ", dtype_name(tensor.dtype()), ", the model expects ",
+    if (v->type.known() && tensor->dtype() != v->type.dtype)
+      fail("input '", v->name(), "' is ", dtype_name(tensor->dtype()), ", the model expects ",
            dtype_name(v->type.dtype));
-    // (A structured binding cannot be captured in C++17: clang refuses it.)
-    const std::string& input_name = name;
-    if (v->type.dims) bind_dims(*v->type.dims, tensor.shape(), [&] { return "input '" + input_name + "'"; }, bindings);
-    values[slot] = std::make_shared<const Tensor>(tensor);
-    if (observer) (*observer)(*v, tensor);
+    binder_.bind(position, tensor->shape(), bound);
+    values[slot] = std::make_shared<const Tensor>(*tensor);
+    if (observer) (*observer)(*v, *tensor);
   }
   for (int slot : required_slots_)
     if (!given[slot]) {
       const Value* v = slot_values_[slot];
       fail("input '", v->name(), "' (", v->type.to_string(), ") is missing");
     }
+  binder_.finish(bound);
+  // Steps whose outputs nothing wanted reads do not run (run_positional's output list).
+  const std::shared_ptr<const std::vector<char>> unneeded = wanted ? unneeded_steps(*wanted) : nullptr;
 
-  std::shared_ptr<const RunPlan> plan = plan_for(bindings);
+  std::shared_ptr<const RunPlan> plan = plan_for(bound);
+  // The name -> value bindings, made only when a step's output binds a symbol its plan
+  // did not know (a fresh dim of an op whose output shape depends on data).
+  Bindings bindings;
+  bool have_bindings = false;
   const ArenaPlan& arena = *plan->arena;
   // The arena holds every planned tensor; when it cannot be had, the largest one says why.
   const auto arena_label = [&] {
@@ -157,6 +232,10 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
   std::vector<const Tensor*> in;
   for (size_t index = 0; index < steps_.size(); ++index) {
     const Step& step = steps_[index];
+    if (unneeded && (*unneeded)[index]) {
+      for (int slot : step.release) values[slot].reset();
+      continue;
+    }
     if (plan->folded_step[index]) {
       // The bindings decided these outputs when the plan was made: nothing to run.
       for (int slot : step.outputs)
@@ -218,6 +297,10 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
                  ")");
         } else if (v->type.dims) {
           // Symbols first seen here (fresh ones from unknown dims) get bound by the result.
+          if (!have_bindings) {
+            bindings = binder_.bindings(bound);
+            have_bindings = true;
+          }
           bind_dims(*v->type.dims, out.shape(),
                     [&] { return "internal error: " + step.node->describe() + " output '" + v->name() + "'"; },
                     bindings);
@@ -236,15 +319,16 @@ NamedTensors Session::run_steps(const NamedTensors& inputs, RunProfile* profile,
   }
   if (profile) ++profile->runs;
 
-  NamedTensors outputs;
-  outputs.reserve(output_slots_.size());
-  for (int slot : output_slots_) {
+  std::vector<Tensor> outputs;
+  const size_t n_out = wanted ? wanted->size() : output_slots_.size();
+  outputs.reserve(n_out);
+  for (size_t i = 0; i < n_out; ++i) {
+    const int slot = output_slots_[wanted ? static_cast<size_t>((*wanted)[i]) : i];
     const auto& t = values[slot];
-    const Value* v = slot_values_[slot];
-    OCTET_ASSERT(t, "graph output '", v->name(), "' was not computed");
+    OCTET_ASSERT(t, "graph output '", slot_values_[slot]->name(), "' was not computed");
     // The arena goes back to the pool, and folded contents stay with the plan: nothing
     // returned may point into either.
-    outputs.emplace_back(v->name(), allocator.in_arena(*t) || t == plan->folded[slot] ? t->deep_copy() : *t);
+    outputs.push_back(allocator.in_arena(*t) || t == plan->folded[slot] ? t->deep_copy() : *t);
   }
   values.clear();
   arenas_.release(allocator.arena());

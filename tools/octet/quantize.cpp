@@ -282,6 +282,23 @@ void weight_only_command(const Options& o) {
   print_report(o, report);
 }
 
+// The job settings beyond the model, output and samples, from the command line.
+void set_job_options(const Options& o, quant::QuantizeJob& job) {
+  job.holdout = o.holdout;
+  job.sqnr_samples = o.sqnr_samples;
+  job.dims = parse_dim_bindings(o.dims);
+  job.save.external_data = o.external_data;
+  job.progress = !o.quiet;
+  job.smoothing = quant::parse_smoothing(o.smoothquant, job.options.mode, o.smooth_min_outlier, "--smoothquant");
+  job.mode_is_default = o.mode.empty();
+  job.smoothing_is_default = o.smoothquant.empty();
+  job.per_token_is_default = o.per_token.empty();
+  job.explain = o.explain;
+  if (o.max_drop >= 0) job.max_drop = o.max_drop;
+  job.metric = quant::parse_metric(o.metric);
+  job.gptq = parse_rounding(o.rounding);
+}
+
 void quantize_command(const Options& o) {
   // A fixed mmap threshold: every buffer of 1 MiB or more (weights, Gram matrices, the
   // saved proto) is mapped on its own and returned to the system when freed. glibc's
@@ -326,19 +343,7 @@ void quantize_command(const Options& o) {
 
   if (quant::is_seq2seq_set(o.model)) return quantize_set(o, job);
   if (quant::is_decoder_only_set(o.model)) {
-    job.dims = parse_dim_bindings(o.dims);
-    job.sqnr_samples = o.sqnr_samples;
-    job.holdout = o.holdout;
-    job.progress = !o.quiet;
-    job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smooth_min_outlier, "--smoothquant");
-    job.mode_is_default = o.mode.empty();
-    job.smoothing_is_default = o.smoothquant.empty();
-    job.per_token_is_default = o.per_token.empty();
-    job.explain = o.explain;
-    if (o.max_drop >= 0) job.max_drop = o.max_drop;
-    job.metric = quant::parse_metric(o.metric);
-    job.gptq = parse_rounding(o.rounding);
-    job.save.external_data = o.external_data;
+    set_job_options(o, job);
     // One mode for both files, settled on decoder_model (quantized first): its samples are
     // whole prompts, on which the decoder probe works; the with-past file's are single tokens.
     std::optional<quant::QuantizeOptions> settled;
@@ -364,20 +369,7 @@ void quantize_command(const Options& o) {
   std::optional<TextSamplesFolder> text_samples;
   job.calib = calibration_path(o, text_samples);
   job.calib_samples = o.calib_samples;
-  job.holdout = o.holdout;
-  job.sqnr_samples = o.sqnr_samples;
-  job.dims = parse_dim_bindings(o.dims);
-  job.save.external_data = o.external_data;
-  job.progress = !o.quiet;
-  job.smoothing = quant::parse_smoothing(o.smoothquant, q.mode, o.smooth_min_outlier, "--smoothquant");
-  job.mode_is_default = o.mode.empty();
-  job.smoothing_is_default = o.smoothquant.empty();
-  job.per_token_is_default = o.per_token.empty();
-  job.explain = o.explain;
-  if (o.max_drop >= 0) job.max_drop = o.max_drop;
-  job.metric = quant::parse_metric(o.metric);
-  job.gptq = parse_rounding(o.rounding);
-
+  set_job_options(o, job);
   print_report(o, quant::quantize_model(job));
 }
 

@@ -64,6 +64,34 @@ def run_octet(tool, path, out_npz):
         return sorted(z.files), [z[k] for k in sorted(z.files)]
 
 
+def decoder_inputs(inputs, rng, batch=2, past=5, new=5):
+    """A decoder step with a KV cache whose sizes agree with each other: past tokens in the
+    cache, new ones in input_ids, a mask over both, positions after the past. A file that
+    declares one new token per step (attention_mask [batch, past + 1], optimum's legacy
+    with-past file) gets one; a merged decoder takes its with-past branch."""
+    mask = next((i for i in inputs if i.name == "attention_mask"), None)
+    if mask is not None and mask.type.tensor_type.shape.dim[1].dim_param.replace(" ", "").endswith("+1"):
+        new = 1
+    feeds = {}
+    for inp in inputs:
+        tt = inp.type.tensor_type
+        np_type = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        if inp.name.startswith("past_key_values."):
+            d = tt.shape.dim
+            feeds[inp.name] = rng.standard_normal((batch, d[1].dim_value, past, d[3].dim_value)).astype(np_type)
+        elif inp.name == "attention_mask":
+            feeds[inp.name] = np.ones((batch, past + new), np_type)
+        elif inp.name == "position_ids":
+            feeds[inp.name] = np.tile(np.arange(past, past + new, dtype=np_type), (batch, 1))
+        elif inp.name == "use_cache_branch":
+            feeds[inp.name] = np.ones([d.dim_value for d in tt.shape.dim], np.bool_)
+        elif inp.name == "input_ids":
+            feeds[inp.name] = rng.integers(0, 2, (batch, new)).astype(np_type)
+        else:
+            raise AssertionError(f"decoder input '{inp.name}' has no rule here")
+    return feeds
+
+
 def make_inputs(model_path):
     """Inputs for a model: its test_data_set_0 when there is one, the ones generation feeds
     for an encoder-decoder set (a folder with reference.npz: Whisper's 80 x 128 mel frames
@@ -90,6 +118,8 @@ def make_inputs(model_path):
             feeds[inp.name] = numpy_helper.to_array(t)
         return feeds
     rng = np.random.default_rng(RNG_SEED)
+    if any(i.name.startswith("past_key_values.") for i in inputs):
+        return decoder_inputs(inputs, rng)
     feeds = {}
     for inp in inputs:
         tt = inp.type.tensor_type

@@ -168,16 +168,23 @@ void print_report(const Options& o, const Report& report) {
   else std::cout << report.to_text();
 }
 
+// -o for a folder of models (a set): given, not the input folder, replaced only with --force.
+std::filesystem::path checked_output_folder(const Options& o) {
+  namespace fs = std::filesystem;
+  const fs::path out = o.out;
+  if (out.empty()) fail("-o/--output: the folder to write the quantized files to");
+  std::error_code ec;
+  if (fs::equivalent(out, fs::path(o.model), ec))
+    fail("-o ", out.string(), " is the input folder; write the quantized files elsewhere");
+  if (fs::exists(out) && !o.force) fail("-o ", out.string(), " exists; pass --force to replace its files");
+  return out;
+}
+
 // A folder in optimum's encoder-decoder layout: every file quantized, the decoders
 // calibrated on greedy decode steps (quant/seq2seq_set.h), one report for the set.
 void quantize_set(const Options& o, const quant::QuantizeJob& base) {
   namespace fs = std::filesystem;
-  const fs::path out = o.out;
-  if (out.empty()) fail("-o/--output: the folder to write the quantized set to");
-  std::error_code ec;
-  if (fs::equivalent(out, fs::path(o.model), ec))
-    fail("-o ", out.string(), " is the input set's folder; write the quantized set elsewhere");
-  if (fs::exists(out) && !o.force) fail("-o ", out.string(), " exists; pass --force to replace its files");
+  const fs::path out = checked_output_folder(o);
   if (!o.calib_text.empty()) fail("--calib-text is not supported for an encoder-decoder set; give --calib");
   if (!o.report.empty()) check_replaceable(o.report);
   quant::Seq2SeqSetJob job;
@@ -219,12 +226,7 @@ std::string calibration_path(const Options& o, std::optional<TextSamplesFolder>&
 // [, decoder_model_merged]): each file quantized by `quantize_file` on the steps it runs,
 // the merged file written from them (quant/decoder_set.h), one report.
 void quantize_decoder_folder(const Options& o, quant::QuantizeDecoderFile quantize_file) {
-  const fs::path out = o.out;
-  if (out.empty()) fail("-o/--output: the folder to write the quantized decoder files to");
-  std::error_code ec;
-  if (fs::equivalent(out, fs::path(o.model), ec))
-    fail("-o ", out.string(), " is the input folder; write the quantized files elsewhere");
-  if (fs::exists(out) && !o.force) fail("-o ", out.string(), " exists; pass --force to replace its files");
+  const fs::path out = checked_output_folder(o);
   if (!o.report.empty()) check_replaceable(o.report);
   quant::DecoderSetJob job;
   job.folder = o.model;

@@ -93,8 +93,9 @@ std::unique_ptr<DecoderRunner> make_decoder_runner(const DecoderFiles& files, co
       auto no_past = std::make_shared<const Session>(std::shared_ptr<Graph>(std::move(else_branch.graph)),
                                                      options.session);
       Model then_branch = load_subgraph(*merged, "then_branch");
-      // Each branch holds its own copy of the weights now: the merged file's go before the
-      // with-past session packs its copy (the portable fallback reads the file again).
+      // The branches share the merged graph's weight tensors (load_subgraph); dropping the
+      // merged graph leaves them to the branches, whose sessions release what they pack
+      // (the portable fallback reads the file again).
       merged = nullptr;
       model.graph.reset();
       if (auto runner = in_place(std::shared_ptr<Graph>(std::move(then_branch.graph)), no_past, options, reason))

@@ -69,6 +69,15 @@ DecoderSetReport quantize_decoder_set(const DecoderSetJob& job) {
   DecoderSetReport report;
   fs::create_directories(job.out_dir);
   const fs::path samples_dir = job.out_dir / ".octet_decoder_calibration";
+  // The generated samples (GBs for a real model: each later step carries the cache) go
+  // however the job ends.
+  struct RemoveOnExit {
+    fs::path dir;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_samples{samples_dir};
   const generate::RunnerOptions options;
 
   // The prompts: calibration first, the held-out share (5 or more samples) after.
@@ -104,7 +113,7 @@ DecoderSetReport quantize_decoder_set(const DecoderSetJob& job) {
       greedy(*fp32, prompts->sample(i).at(0).second, job.max_new_tokens);
       if (progress) progress(i + 1, calibrate);
     }
-    fp32->observe_feeds(nullptr);
+    fp32.reset();  // the float files are loaded again for the fidelity check, not held while quantizing
   }
 
   for (const char* f : {kFirst, kLater}) {
@@ -112,7 +121,7 @@ DecoderSetReport quantize_decoder_set(const DecoderSetJob& job) {
     report.files.emplace_back(f, job.quantize_file(onnx_file(job.folder, f), onnx_file(job.out_dir, f), calib));
   }
   std::error_code ec;
-  fs::remove_all(samples_dir, ec);
+  fs::remove_all(samples_dir, ec);  // before the merged file is written: disk, not only on exit
   const fs::path merged_in = onnx_file(job.folder, kMergedDecoder);
   if (fs::exists(merged_in)) {
     MergedDecoderFiles files;
@@ -130,6 +139,9 @@ DecoderSetReport quantize_decoder_set(const DecoderSetJob& job) {
 
   // Fidelity on the held-out prompts, each file through the runner `octet generate` picks.
   if (!prompts || calibrate == prompts->size()) return report;
+  fp32 = std::make_unique<generate::PortableRunner>(
+      generate::load_session(onnx_file(job.folder, kLater).string(), options),
+      generate::load_session(onnx_file(job.folder, kFirst).string(), options));
   auto q_split = generate::make_decoder_runner(
       {onnx_file(job.out_dir, kLater).string(), onnx_file(job.out_dir, kFirst).string()}, options);
   std::unique_ptr<generate::DecoderRunner> q_merged;

@@ -69,6 +69,19 @@ int64_t argmax(const std::vector<float>& logits) {
   return static_cast<int64_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+std::vector<int64_t> argmax_rows(const std::vector<float>& logits, int64_t batch) {
+  if (batch < 1 || logits.size() % static_cast<size_t>(batch) != 0)
+    fail(logits.size(), " logits do not split into ", batch, " rows");
+  const size_t vocab = logits.size() / static_cast<size_t>(batch);
+  if (vocab == 0) fail("no logits to choose a token from");
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < batch; ++r) {
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * vocab);
+    out.push_back(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row);
+  }
+  return out;
+}
+
 std::vector<float> log_softmax(const std::vector<float>& logits) {
   const float max = *std::max_element(logits.begin(), logits.end());
   std::vector<float> out(logits.size());

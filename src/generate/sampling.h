@@ -37,6 +37,8 @@ void keep_top_p(std::vector<float>& logits, float p);
 
 // The first index of the largest logit (torch.argmax's choice on ties).
 int64_t argmax(const std::vector<float>& logits);
+// argmax of each row of logits [batch, vocab], row-major.
+std::vector<int64_t> argmax_rows(const std::vector<float>& logits, int64_t batch);
 // log(softmax(logits)), computed stably; -inf stays -inf.
 std::vector<float> log_softmax(const std::vector<float>& logits);
 

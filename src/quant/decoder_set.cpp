@@ -6,6 +6,7 @@
 
 #include "generate/portable_runner.h"
 #include "generate/runner_factory.h"
+#include "generate/sampling.h"
 #include "io/npy.h"
 #include "quant/calibrate.h"
 #include "quant/calibration_data.h"
@@ -23,19 +24,6 @@ const char* const kLater = "decoder_with_past_model";
 
 fs::path onnx_file(const fs::path& folder, const char* stem) { return folder / (std::string(stem) + ".onnx"); }
 
-// Each row's argmax of logits [B, V].
-std::vector<int64_t> argmax_rows(const Tensor& logits) {
-  const std::vector<float> v = logits.to_float_vector();
-  const int64_t batch = logits.shape().at(0);
-  const size_t vocab = v.size() / static_cast<size_t>(batch);
-  std::vector<int64_t> out;
-  for (int64_t r = 0; r < batch; ++r) {
-    const auto row = v.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * vocab);
-    out.push_back(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row);
-  }
-  return out;
-}
-
 // Greedy decoding of a prompt [B, S] (rows in lockstep) for `steps` tokens: per step, one
 // token per row. No stop tokens: every run is as long, so runs compare position by position.
 std::vector<std::vector<int64_t>> greedy(generate::DecoderRunner& runner, const Tensor& prompt, int steps) {
@@ -47,7 +35,7 @@ std::vector<std::vector<int64_t>> greedy(generate::DecoderRunner& runner, const 
   runner.reset();
   std::vector<std::vector<int64_t>> out;
   for (int i = 0; i < steps; ++i) {
-    out.push_back(argmax_rows(runner.step(step)));
+    out.push_back(generate::argmax_rows(runner.step(step).to_float_vector(), step.batch));
     step.tokens = out.back();
   }
   return out;

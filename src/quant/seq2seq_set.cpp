@@ -9,6 +9,7 @@
 
 #include "generate/portable_runner.h"
 #include "generate/runner_factory.h"
+#include "generate/sampling.h"
 #include "io/npy.h"
 #include "quant/calibration_data.h"
 #include "quant/merged_decoder.h"
@@ -76,17 +77,6 @@ const Tensor* find(const NamedTensors& t, const std::string& name) {
   return nullptr;
 }
 
-// Each row's argmax of logits [B, V].
-std::vector<int64_t> argmax_rows(const std::vector<float>& logits, int64_t batch) {
-  const size_t vocab = logits.size() / static_cast<size_t>(batch);
-  std::vector<int64_t> out;
-  for (int64_t r = 0; r < batch; ++r) {
-    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * vocab);
-    out.push_back(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row);
-  }
-  return out;
-}
-
 struct GreedyRun {
   std::vector<std::vector<int64_t>> tokens;  // per step, one per row (after the start token)
   std::vector<std::vector<float>> logits;    // per step, [B, V]
@@ -112,7 +102,7 @@ GreedyRun greedy(SetSessions& s, const NamedTensors& encoder_inputs, int steps,
   for (int i = 0; i < steps; ++i) {
     step.tokens = next;
     run.logits.push_back(s.decoder->step(step).to_float_vector());
-    next = forced ? forced->at(static_cast<size_t>(i)) : argmax_rows(run.logits.back(), step.batch);
+    next = forced ? forced->at(static_cast<size_t>(i)) : generate::argmax_rows(run.logits.back(), step.batch);
     run.tokens.push_back(next);
     for (size_t r = 0; r < next.size(); ++r)
       if (std::find(s.eos.begin(), s.eos.end(), next[r]) != s.eos.end()) done[r] = 1;

@@ -222,6 +222,18 @@ std::string calibration_path(const Options& o, std::optional<TextSamplesFolder>&
   return o.calib;
 }
 
+// `job` for one file of a decoder set: its model, output and calibration folder (the
+// set's generated steps, all of them).
+template <class Job>
+Job set_part(const Job& job, const fs::path& model, const fs::path& output, const std::string& calib) {
+  Job part = job;
+  part.model = model;
+  part.output = output;
+  part.calib = calib;
+  part.calib_samples = 0;
+  return part;
+}
+
 // A folder in optimum's legacy decoder-only layout (decoder_model, decoder_with_past_model
 // [, decoder_model_merged]): each file quantized by `quantize_file` on the steps it runs,
 // the merged file written from them (quant/decoder_set.h), one report.
@@ -261,16 +273,11 @@ void weight_only_command(const Options& o) {
   w.gptq = o.method == "gptq" || o.method == "awq-gptq";
   w.target = quant::parse_target(o.target);
   w.exclude.insert(o.exclude.begin(), o.exclude.end());
+  job.save.external_data = o.external_data;
+  job.progress = !o.quiet;
   if (quant::is_decoder_only_set(o.model))
     return quantize_decoder_folder(o, [&](const fs::path& model, const fs::path& output, const std::string& calib) {
-      quant::WeightOnlyJob part = job;
-      part.model = model;
-      part.output = output;
-      part.calib = calib;
-      part.calib_samples = 0;  // the set's steps, all of them
-      part.save.external_data = o.external_data;
-      part.progress = !o.quiet;
-      const quant::WeightOnlyReport r = quant::quantize_weights_only(part);
+      const quant::WeightOnlyReport r = quant::quantize_weights_only(set_part(job, model, output, calib));
       return quant::DecoderSetFileReport{r.to_json(), r.to_text()};
     });
   std::optional<TextSamplesFolder> text_samples;
@@ -278,8 +285,6 @@ void weight_only_command(const Options& o) {
   job.calib_samples = o.calib_samples;
   check_output_paths(o.model, job.output, o.external_data, o.force, "quantized");
   if (!o.report.empty()) check_replaceable(o.report);
-  job.save.external_data = o.external_data;
-  job.progress = !o.quiet;
   const quant::WeightOnlyReport report = quant::quantize_weights_only(job);
   print_report(o, report);
 }
@@ -350,11 +355,7 @@ void quantize_command(const Options& o) {
     // whole prompts, on which the decoder probe works; the with-past file's are single tokens.
     std::optional<quant::QuantizeOptions> settled;
     return quantize_decoder_folder(o, [&](const fs::path& model, const fs::path& output, const std::string& calib) {
-      quant::QuantizeJob part = job;
-      part.model = model;
-      part.output = output;
-      part.calib = calib;
-      part.calib_samples = 0;  // the set's steps, all of them
+      quant::QuantizeJob part = set_part(job, model, output, calib);
       if (settled) {
         // Static mode's default smoothing goes when the decoder probe switched the mode.
         if (settled->mode != part.options.mode && part.smoothing_is_default) part.smoothing.reset();

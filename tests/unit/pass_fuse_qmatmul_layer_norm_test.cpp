@@ -5,18 +5,14 @@
 // the original graph's, at 1 and 2 threads and at every ISA level (child runs).
 #include <gtest/gtest.h>
 
-#include <cstring>
-
+#include "int8_rewrite_test_util.h"
 #include "isa_child_runs.h"
-#include "kernels/cpu/quant_ops.h"
-#include "pass_test_util.h"
 #include "qmatmul_test_util.h"
 
 namespace octet {
 namespace {
 
 using testing::PassGraph;
-using testing::run_graph_with;
 
 struct Options {
   std::vector<int64_t> x_shape = {2, 9, 24};
@@ -96,15 +92,6 @@ NamedTensors inputs_for(const Options& o) {
   return in;
 }
 
-void expect_same_bits(const NamedTensors& want, const NamedTensors& got, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(want[i].second.bytes(), got[i].second.bytes()) << what << ": output " << want[i].first;
-    EXPECT_EQ(std::memcmp(want[i].second.raw(), got[i].second.raw(), got[i].second.bytes()), 0)
-        << what << ": output " << want[i].first;
-  }
-}
-
 void expect_rewrite(const Options& o) {
   auto original = make(o), fused = make(o);
   EXPECT_EQ(run_pass(*fused, passes::fuse_qmatmul_layer_norm()).passes[0].rewrites, 1);
@@ -119,19 +106,7 @@ void expect_rewrite(const Options& o) {
     EXPECT_EQ(n->output(3)->type.dtype, DType::Int32);
   }
   EXPECT_EQ(normalizing, 1);
-  const NamedTensors in = inputs_for(o);
-  expect_same_bits(run_graph_with(original, in, KernelChoice::Reference),
-                   run_graph_with(fused, in, KernelChoice::Reference), "reference kernels");
-  for (int threads : {1, 2}) {
-    SessionOptions opts;
-    opts.threads = threads;
-    Session a(std::shared_ptr<const Graph>(original), opts), f(std::shared_ptr<const Graph>(fused), opts);
-    EXPECT_TRUE(f.reference_ops().empty());
-    const int64_t fallbacks = cpu::int8_reference_runs();
-    const NamedTensors want = a.run(in), got = f.run(in);
-    EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << "an int8 kernel ran the reference";
-    expect_same_bits(want, got, "optimized kernels, threads " + std::to_string(threads));
-  }
+  testing::expect_rewrite_keeps_bits(original, fused, inputs_for(o));
 }
 
 TEST(FuseQMatMulLayerNorm, RewritesKeepTheNumbers) {

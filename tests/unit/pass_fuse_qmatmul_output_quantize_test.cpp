@@ -7,11 +7,8 @@
 // (y_dynamic_type: u8 Y, y_scale, y_zero_point) and the outputs keep their bits too.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
+#include "int8_rewrite_test_util.h"
 #include "isa_child_runs.h"
-#include "kernels/cpu/quant_ops.h"
-#include "pass_test_util.h"
 #include "qmatmul_test_util.h"
 
 namespace octet {
@@ -19,7 +16,6 @@ namespace {
 
 using testing::count_ops;
 using testing::PassGraph;
-using testing::run_graph_with;
 
 struct Options {
   std::vector<int64_t> x_shape = {2, 9, 24};
@@ -119,27 +115,7 @@ void expect_rewrite(const Options& o) {
     r_shape.push_back(40);
     in.emplace_back("res", testing::ramp(DType::Float32, r_shape, 7, 1.0f));
   }
-  const NamedTensors want_ref = run_graph_with(original, in, KernelChoice::Reference),
-                     got_ref = run_graph_with(fused, in, KernelChoice::Reference);
-  for (size_t i = 0; i < want_ref.size(); ++i) {
-    ASSERT_EQ(want_ref[i].second.bytes(), got_ref[i].second.bytes());
-    EXPECT_EQ(std::memcmp(want_ref[i].second.raw(), got_ref[i].second.raw(), got_ref[i].second.bytes()), 0)
-        << "reference kernels: output " << want_ref[i].first;
-  }
-  for (int threads : {1, 2}) {
-    SessionOptions opts;
-    opts.threads = threads;
-    Session a(std::shared_ptr<const Graph>(original), opts), f(std::shared_ptr<const Graph>(fused), opts);
-    EXPECT_TRUE(f.reference_ops().empty());
-    const int64_t fallbacks = cpu::int8_reference_runs();
-    const NamedTensors want = a.run(in), got = f.run(in);
-    EXPECT_EQ(cpu::int8_reference_runs(), fallbacks) << "an int8 kernel ran the reference";
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(want[i].second.bytes(), got[i].second.bytes());
-      EXPECT_EQ(std::memcmp(want[i].second.raw(), got[i].second.raw(), got[i].second.bytes()), 0)
-          << "optimized kernels, threads " << threads << ": output " << want[i].first;
-    }
-  }
+  testing::expect_rewrite_keeps_bits(original, fused, in);
 }
 
 TEST(FuseQMatMulOutputQuantize, RewritesKeepTheNumbers) {

@@ -20,6 +20,12 @@
 //       axis (D even). cos and sin have X's type and broadcast into X without growing it.
 //       Each product and the sum round to X's type, as the Mul, Mul, Add it replaces do.
 //       (Not ai.onnx RotaryEmbedding of opset 23, which gathers half-width caches itself.)
+//   octet.SwiGLU(X) or octet.SwiGLU(G, U)
+//       Y = (G * Sigmoid(G)) * U, the gated activation of Llama-family MLPs (SiLU(gate) *
+//       up). With one input, G and U are the first and second halves of X's last axis
+//       (even; Y has half of it), as a merged gate/up projection writes them; with two,
+//       G and U have the same shape, which Y has. Each product rounds to X's type, as the
+//       Sigmoid, Mul, Mul it replaces do.
 //   octet.QMatMul: the int8 Linear layer, in octet_quant_ops.cpp (docs/quantization.md).
 //
 // Each rule reuses the ai.onnx rule it extends, so the fused op can never disagree with
@@ -107,6 +113,31 @@ void infer_apply_rotary(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), x);
 }
 
+void infer_swiglu(InferContext& ctx) {
+  using namespace math;
+  if (ctx.num_inputs() < 1 || ctx.num_inputs() > 2) ctx.fail("takes 1 input (X) or 2 (G, U), got ", ctx.num_inputs());
+  require_type(ctx, 0, is_float_type, kFloatTypes);
+  std::optional<DimVector> y = ctx.input_dims(0);
+  if (ctx.num_inputs() == 2) {
+    require_same_type(ctx, 0, 1);
+    const auto& u = ctx.input_dims(1);
+    if (y && u) {
+      if (y->size() != u->size()) ctx.fail(describe_input(ctx, 0), " and ", describe_input(ctx, 1), " differ in rank");
+      for (size_t k = 0; k < y->size(); ++k) {
+        auto a = (*y)[k].constant(), b = (*u)[k].constant();
+        if (a && b && *a != *b) ctx.fail(describe_input(ctx, 0), " and ", describe_input(ctx, 1), " differ in shape");
+      }
+    }
+    if (!y) y = u;
+  } else if (y) {
+    if (y->empty()) ctx.fail(describe_input(ctx, 0), " must have rank >= 1 (gate and up halve its last axis)");
+    if (auto d = y->back().constant(); d && *d % 2 != 0)
+      ctx.fail(describe_input(ctx, 0), " has an odd last dim ", *d, "; gate and up are its two halves");
+    y->back() = Dim::floor_div(y->back(), Dim(2));
+  }
+  ctx.set_output(0, ctx.input_dtype(0), y);
+}
+
 }  // namespace
 
 void register_octet_ops(OpRegistry& r) {
@@ -114,6 +145,7 @@ void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "Gelu", infer_gelu});
   r.add({"octet", "MatMulBias", infer_matmul_bias});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
+  r.add({"octet", "SwiGLU", infer_swiglu});
   register_octet_attention_op(r);
   register_octet_grouped_attention_op(r);
   register_octet_quant_ops(r);

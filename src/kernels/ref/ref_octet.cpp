@@ -5,7 +5,7 @@
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
 // residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
 // to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
-// Add. Optimized kernels are tested against these.
+// Add, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
 #include <memory>
 
 #include "kernels/kernel.h"
@@ -102,6 +102,36 @@ void apply_rotary_kernel(KernelContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
+// (G * Sigmoid(G)) * U by the ai.onnx kernels, G and U the halves of X's last axis where
+// the node has one input (Split, as a merged gate/up projection's reader would).
+void swiglu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 1) ctx.fail("X ", x.describe(), " must have rank >= 1");
+  Tensor halves[2];
+  const Tensor* g = &x;
+  const Tensor* u = ctx.optional_input(1);
+  if (ctx.num_inputs() > 2) ctx.fail("takes 1 input (X) or 2 (G, U), got ", ctx.num_inputs());
+  if (u) {
+    if (u->dtype() != x.dtype() || u->shape() != x.shape())
+      ctx.fail("G ", x.describe(), " and U ", u->describe(), " must have the same type and shape");
+  } else {
+    const int64_t d = x.shape().back();
+    if (d % 2 != 0) ctx.fail("X ", x.describe(), " has an odd last dim; gate and up are its two halves");
+    const Graph& graph = rotary_nodes();  // its Slice reads its bounds from inputs
+    const Node& slice = *graph.nodes()[0];
+    const Tensor axis = Tensor::from_vector<int64_t>({1}, {-1});
+    const Tensor zero = Tensor::from_vector<int64_t>({1}, {0});
+    const Tensor half = Tensor::from_vector<int64_t>({1}, {d / 2});
+    const Tensor end = Tensor::from_vector<int64_t>({1}, {d});
+    halves[0] = ref::run_onnx_kernel("Slice", slice, {&x, &zero, &half, &axis});
+    halves[1] = ref::run_onnx_kernel("Slice", slice, {&x, &half, &end, &axis});
+    g = &halves[0], u = &halves[1];
+  }
+  Tensor s = ref::run_onnx_kernel("Sigmoid", ctx.node(), {g});
+  Tensor gs = ref::run_onnx_kernel("Mul", ctx.node(), {g, &s});
+  ctx.set_output(0, ref::run_onnx_kernel("Mul", ctx.node(), {&gs, u}));
+}
+
 void matmul_bias_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -143,6 +173,7 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "Gelu", gelu_kernel);
   r.add("octet", "MatMulBias", matmul_bias_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
+  r.add("octet", "SwiGLU", swiglu_kernel);
   register_ref_attention(r);
   register_ref_grouped_attention(r);
   register_ref_octet_quant(r);

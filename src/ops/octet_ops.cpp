@@ -20,6 +20,11 @@
 //       axis (D even). cos and sin have X's type and broadcast into X without growing it.
 //       Each product and the sum round to X's type, as the Mul, Mul, Add it replaces do.
 //       (Not ai.onnx RotaryEmbedding of opset 23, which gathers half-width caches itself.)
+//   octet.MatMulNBits(A, B, scales[, zero_points, g_idx, bias], residual)
+//       com.microsoft.MatMulNBits (inputs 0-5 and attributes as there) followed by ONNX Add
+//       of `residual` (input 6, A's type, exactly Y's shape): the decoder's skip connection
+//       after its output and down projections, added while Y is in cache
+//       (fuse_matmul_epilogue).
 //   octet.SwiGLU(X) or octet.SwiGLU(G, U)
 //       Y = (G * Sigmoid(G)) * U, the gated activation of Llama-family MLPs (SiLU(gate) *
 //       up). With one input, G and U are the first and second halves of X's last axis
@@ -46,12 +51,12 @@ void infer_gelu(InferContext& ctx) { infer_like(ctx, "Gelu"); }
 
 void infer_rms_norm(InferContext& ctx) { infer_like(ctx, "RMSNormalization"); }
 
-// The residual may broadcast into the output but never grow it: fails on a higher rank or
-// on two known sizes that cannot meet; symbolic dims are checked at run time.
-void check_residual(InferContext& ctx, const std::optional<DimVector>& out) {
+// The residual (input `slot`) may broadcast into the output but never grow it: fails on a
+// higher rank or on two known sizes that cannot meet; symbolic dims are checked at run time.
+void check_residual(InferContext& ctx, const std::optional<DimVector>& out, size_t slot = 3) {
   using namespace math;
-  require_same_type(ctx, 0, 3);
-  const auto& r = ctx.input_dims(3);
+  require_same_type(ctx, 0, slot);
+  const auto& r = ctx.input_dims(slot);
   if (!r || !out) return;
   if (r->size() > out->size())
     ctx.fail(describe_input(ctx, 3), " (the residual) has more dims than the output ", dims_to_string(*out));
@@ -59,7 +64,7 @@ void check_residual(InferContext& ctx, const std::optional<DimVector>& out) {
   for (size_t i = 0; i < r->size(); ++i) {
     auto rc = (*r)[i].constant(), oc = (*out)[lead + i].constant();
     if (rc && oc && *rc != *oc && *rc != 1)
-      ctx.fail(describe_input(ctx, 3), " (the residual) does not broadcast into the output ", dims_to_string(*out));
+      ctx.fail(describe_input(ctx, slot), " (the residual) does not broadcast into the output ", dims_to_string(*out));
   }
 }
 
@@ -113,6 +118,16 @@ void infer_apply_rotary(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), x);
 }
 
+void infer_matmul_nbits_residual(InferContext& ctx) {
+  if (ctx.num_inputs() != 7 || !ctx.has_input(6))
+    ctx.fail("takes 7 inputs (A, B, scales, zero_points, g_idx, bias, residual; the residual present), got ",
+             ctx.num_inputs());
+  const OpDef* def = OpRegistry::global().find("com.microsoft", "MatMulNBits");
+  OCTET_ASSERT(def && def->infer, "com.microsoft MatMulNBits has no inference rule");
+  def->infer(ctx);
+  check_residual(ctx, ctx.node().output(0)->type.dims, 6);
+}
+
 void infer_swiglu(InferContext& ctx) {
   using namespace math;
   if (ctx.num_inputs() < 1 || ctx.num_inputs() > 2) ctx.fail("takes 1 input (X) or 2 (G, U), got ", ctx.num_inputs());
@@ -144,6 +159,7 @@ void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "ApplyRotary", infer_apply_rotary});
   r.add({"octet", "Gelu", infer_gelu});
   r.add({"octet", "MatMulBias", infer_matmul_bias});
+  r.add({"octet", "MatMulNBits", infer_matmul_nbits_residual});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
   r.add({"octet", "SwiGLU", infer_swiglu});
   register_octet_attention_op(r);

@@ -21,6 +21,8 @@
 // the DequantizeLinear weights it replaces).
 // The node is declined (reference kernel) unless B, scales and zero points are constants,
 // A is float32, bits is 4 or 8, block_size a multiple of 32 and zero points packed uint8.
+// octet.MatMulNBits (ops/octet_ops.cpp) runs here too: the same product, then its residual
+// (input 6) added to Y, as the Add it replaced (fuse_matmul_epilogue) did.
 #include <dnnl.h>
 
 #include <algorithm>
@@ -127,7 +129,8 @@ const Value* constant_value(const Node& node, size_t i) {
 
 bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   const Value* a = node.input(0);
-  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 6) return false;
+  const size_t max_inputs = node.domain() == "octet" ? 7 : 6;  // octet's: + the residual
+  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > max_inputs) return false;
   if (node.input(4)) return false;  // g_idx: the reference kernel explains
   auto s = std::make_unique<NbitsState>();
   s->K = node.attr_int("K", 0), s->N = node.attr_int("N", 0), s->block = node.attr_int("block_size", 0);
@@ -382,17 +385,30 @@ void matmul_nbits_kernel(KernelContext& ctx) {
     return run_reference(ctx, s);  // its error names what is wrong
   std::vector<int64_t> out_shape = a.shape();
   out_shape.back() = s.N;
+  // octet.MatMulNBits' residual: Y's exact shape (what the fusion writes), else the
+  // reference kernel broadcasts or explains.
+  const Tensor* residual = ctx.optional_input(6);
+  if (residual && (residual->dtype() != DType::Float32 || residual->shape() != out_shape))
+    return run_reference(ctx, s);
   const int64_t rows = a.numel() / s.K;
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
   if (rows == 0) return;
-  if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a.data<float>(), rows, y.mutable_data<float>());
-  else run_gemm(ctx, s, a.data<float>(), rows, y.mutable_data<float>());
+  float* py = y.mutable_data<float>();
+  if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a.data<float>(), rows, py);
+  else run_gemm(ctx, s, a.data<float>(), rows, py);
+  // After the bias, one float add per element: Add(Y, residual) bit for bit.
+  if (residual) {
+    const float* pr = residual->data<float>();
+    const int64_t count = rows * s.N;
+    for (int64_t i = 0; i < count; ++i) py[i] += pr[i];
+  }
 }
 
 }  // namespace
 
 void register_matmul_nbits(KernelRegistry& r) {
   r.add("com.microsoft", "MatMulNBits", KernelDef{matmul_nbits_kernel, prepare_nbits});
+  r.add("octet", "MatMulNBits", KernelDef{matmul_nbits_kernel, prepare_nbits});
 }
 
 }  // namespace octet::cpu

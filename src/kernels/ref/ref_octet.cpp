@@ -5,7 +5,7 @@
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
 // residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
 // to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
-// Add, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
+// Add, octet.MatMulNBits to com.microsoft.MatMulNBits and Add, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
 #include <memory>
 
 #include "kernels/kernel.h"
@@ -102,6 +102,24 @@ void apply_rotary_kernel(KernelContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
+// com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6).
+void matmul_nbits_residual_kernel(KernelContext& ctx) {
+  KernelFn nbits = KernelRegistry::reference().find("com.microsoft", "MatMulNBits");
+  OCTET_ASSERT(nbits, "no reference kernel for com.microsoft MatMulNBits");
+  const Tensor* residual = ctx.optional_input(6);
+  if (!residual) ctx.fail("the residual (input 6) is missing");
+  std::vector<const Tensor*> ins;
+  for (size_t i = 0; i < 6; ++i) ins.push_back(ctx.optional_input(i));
+  KernelContext sub(ctx.node(), std::move(ins));
+  nbits(sub);
+  Tensor& y = sub.outputs()[0];
+  if (residual->dtype() != y.dtype()) ctx.fail("residual is ", residual->describe(), " but Y is ", y.describe());
+  Tensor sum = ref::run_onnx_kernel("Add", ctx.node(), {&y, residual});
+  if (sum.shape() != y.shape())
+    ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
+  ctx.set_output(0, std::move(sum));
+}
+
 // (G * Sigmoid(G)) * U by the ai.onnx kernels, G and U the halves of X's last axis where
 // the node has one input (Split, as a merged gate/up projection's reader would).
 void swiglu_kernel(KernelContext& ctx) {
@@ -172,6 +190,7 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "ApplyRotary", apply_rotary_kernel);
   r.add("octet", "Gelu", gelu_kernel);
   r.add("octet", "MatMulBias", matmul_bias_kernel);
+  r.add("octet", "MatMulNBits", matmul_nbits_residual_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
   r.add("octet", "SwiGLU", swiglu_kernel);
   register_ref_attention(r);

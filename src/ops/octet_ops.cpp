@@ -20,11 +20,14 @@
 //       axis (D even). cos and sin have X's type and broadcast into X without growing it.
 //       Each product and the sum round to X's type, as the Mul, Mul, Add it replaces do.
 //       (Not ai.onnx RotaryEmbedding of opset 23, which gathers half-width caches itself.)
-//   octet.MatMulNBits(A, B, scales[, zero_points, g_idx, bias], residual)
-//       com.microsoft.MatMulNBits (inputs 0-5 and attributes as there) followed by ONNX Add
-//       of `residual` (input 6, A's type, exactly Y's shape): the decoder's skip connection
-//       after its output and down projections, added while Y is in cache
-//       (fuse_matmul_epilogue).
+//   octet.MatMulNBits(A, B, scales[, zero_points, g_idx, bias][, residual]) [split]
+//       com.microsoft.MatMulNBits (inputs 0-5 and attributes as there) and one of:
+//       - `residual` (input 6, A's type, exactly Y's shape) added as ONNX Add: the
+//         decoder's skip connection after its output and down projections, added while Y
+//         is in cache (fuse_matmul_epilogue);
+//       - `split` (ints, summing to N): one output per part, Y's columns in order, as
+//         ONNX Split of the last axis would give them: a merged q/k/v projection writing
+//         q, k and v itself (fuse_nbits_split).
 //   octet.SwiGLU(X) or octet.SwiGLU(G, U)
 //       Y = (G * Sigmoid(G)) * U, the gated activation of Llama-family MLPs (SiLU(gate) *
 //       up). With one input, G and U are the first and second halves of X's last axis
@@ -118,14 +121,32 @@ void infer_apply_rotary(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), x);
 }
 
-void infer_matmul_nbits_residual(InferContext& ctx) {
-  if (ctx.num_inputs() != 7 || !ctx.has_input(6))
-    ctx.fail("takes 7 inputs (A, B, scales, zero_points, g_idx, bias, residual; the residual present), got ",
-             ctx.num_inputs());
+void infer_matmul_nbits_octet(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const bool residual = ctx.num_inputs() == 7 && ctx.has_input(6);
+  const std::vector<int64_t> split = n.attr_ints("split", {});
+  if (ctx.num_inputs() > 7) ctx.fail("takes at most 7 inputs (A, B, scales, zero_points, g_idx, bias, residual)");
+  if (residual == !split.empty())
+    ctx.fail("needs either a residual (input 6) or a split attribute, and not both");
   const OpDef* def = OpRegistry::global().find("com.microsoft", "MatMulNBits");
   OCTET_ASSERT(def && def->infer, "com.microsoft MatMulNBits has no inference rule");
   def->infer(ctx);
-  check_residual(ctx, ctx.node().output(0)->type.dims, 6);
+  if (residual) return check_residual(ctx, n.output(0)->type.dims, 6);
+  const int64_t N = n.attr_int("N", 0);
+  int64_t total = 0;
+  for (int64_t part : split) {
+    if (part <= 0) ctx.fail("split parts must be positive, got ", part);
+    total += part;
+  }
+  if (total != N) ctx.fail("split parts sum to ", total, ", not N = ", N);
+  if (split.size() != ctx.num_outputs())
+    ctx.fail("split has ", split.size(), " parts but the node has ", ctx.num_outputs(), " outputs");
+  const TensorType y = n.output(0)->type;
+  for (size_t i = 0; i < split.size(); ++i) {
+    std::optional<DimVector> dims = y.dims;
+    if (dims) dims->back() = split[i];
+    ctx.set_output(i, y.dtype, dims);
+  }
 }
 
 void infer_swiglu(InferContext& ctx) {
@@ -159,7 +180,7 @@ void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "ApplyRotary", infer_apply_rotary});
   r.add({"octet", "Gelu", infer_gelu});
   r.add({"octet", "MatMulBias", infer_matmul_bias});
-  r.add({"octet", "MatMulNBits", infer_matmul_nbits_residual});
+  r.add({"octet", "MatMulNBits", infer_matmul_nbits_octet});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
   r.add({"octet", "SwiGLU", infer_swiglu});
   register_octet_attention_op(r);

@@ -5,8 +5,11 @@
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
 // residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
 // to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
-// Add, octet.MatMulNBits to com.microsoft.MatMulNBits and Add, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
+// Add, octet.MatMulNBits to com.microsoft.MatMulNBits and Add or Split, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "kernels/kernel.h"
 #include "kernels/ref/ref_families.h"
@@ -102,22 +105,40 @@ void apply_rotary_kernel(KernelContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
-// com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6).
-void matmul_nbits_residual_kernel(KernelContext& ctx) {
+// com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6), or Y's
+// columns cut into the `split` parts.
+void matmul_nbits_octet_kernel(KernelContext& ctx) {
   KernelFn nbits = KernelRegistry::reference().find("com.microsoft", "MatMulNBits");
   OCTET_ASSERT(nbits, "no reference kernel for com.microsoft MatMulNBits");
   const Tensor* residual = ctx.optional_input(6);
-  if (!residual) ctx.fail("the residual (input 6) is missing");
+  const std::vector<int64_t> split = ctx.node().attr_ints("split", {});
+  if (!residual == split.empty()) ctx.fail("needs either a residual (input 6) or a split attribute, and not both");
   std::vector<const Tensor*> ins;
   for (size_t i = 0; i < 6; ++i) ins.push_back(ctx.optional_input(i));
   KernelContext sub(ctx.node(), std::move(ins));
   nbits(sub);
   Tensor& y = sub.outputs()[0];
-  if (residual->dtype() != y.dtype()) ctx.fail("residual is ", residual->describe(), " but Y is ", y.describe());
-  Tensor sum = ref::run_onnx_kernel("Add", ctx.node(), {&y, residual});
-  if (sum.shape() != y.shape())
-    ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
-  ctx.set_output(0, std::move(sum));
+  if (residual) {
+    if (residual->dtype() != y.dtype()) ctx.fail("residual is ", residual->describe(), " but Y is ", y.describe());
+    Tensor sum = ref::run_onnx_kernel("Add", ctx.node(), {&y, residual});
+    if (sum.shape() != y.shape())
+      ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
+    return ctx.set_output(0, std::move(sum));
+  }
+  const int64_t N = y.shape().back(), rows = y.numel() / std::max<int64_t>(N, 1), size = dtype_bits(y.dtype()) / 8;
+  int64_t start = 0;
+  for (size_t i = 0; i < split.size(); ++i) {
+    if (split[i] <= 0 || start + split[i] > N) ctx.fail("split parts must be positive and sum to N = ", N);
+    std::vector<int64_t> shape = y.shape();
+    shape.back() = split[i];
+    Tensor part(y.dtype(), shape);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(part.mutable_raw() + r * split[i] * size, y.raw() + (r * N + start) * size,
+                  static_cast<size_t>(split[i] * size));
+    ctx.set_output(i, std::move(part));
+    start += split[i];
+  }
+  if (start != N) ctx.fail("split parts sum to ", start, ", not N = ", N);
 }
 
 // (G * Sigmoid(G)) * U by the ai.onnx kernels, G and U the halves of X's last axis where
@@ -190,7 +211,7 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "ApplyRotary", apply_rotary_kernel);
   r.add("octet", "Gelu", gelu_kernel);
   r.add("octet", "MatMulBias", matmul_bias_kernel);
-  r.add("octet", "MatMulNBits", matmul_nbits_residual_kernel);
+  r.add("octet", "MatMulNBits", matmul_nbits_octet_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
   r.add("octet", "SwiGLU", swiglu_kernel);
   register_ref_attention(r);

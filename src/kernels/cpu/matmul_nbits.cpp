@@ -409,30 +409,32 @@ void run_reference(KernelContext& ctx, const NbitsState& s) {
 
 // A split octet.MatMulNBits: its parts written by the packed decode GEMV directly where
 // they start at panel boundaries, else Y computed whole and its columns copied out.
-void run_split(KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, const std::vector<int64_t>& lead) {
-  std::vector<YPart> parts;
+// (No heap allocation for up to 8 parts beyond the outputs: it runs 30 times a decode step.)
+void run_split(KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, std::vector<int64_t> shape) {
+  std::array<YPart, 8> few;
+  std::vector<YPart> many(s.split.size() > few.size() ? s.split.size() : 0);
+  YPart* parts = many.empty() ? few.data() : many.data();
+  const size_t count = s.split.size();
   bool aligned = true;
   int64_t n0 = 0;
-  for (size_t i = 0; i < s.split.size(); ++i) {
-    std::vector<int64_t> shape = lead;
-    shape.push_back(s.split[i]);
+  for (size_t i = 0; i < count; ++i) {
+    shape.back() = s.split[i];
     Tensor& out = ctx.allocate_output_uninitialized(i, DType::Float32, shape);
-    parts.push_back({out.mutable_data<float>(), n0, n0 + s.split[i]});
+    parts[i] = {out.mutable_data<float>(), n0, n0 + s.split[i]};
     aligned = aligned && n0 % kNbitsPanel == 0;
     n0 += s.split[i];
   }
   if (rows == 0) return;
   const NbitsDecodePath path = nbits_decode_path(s.bits);
   if (rows <= kNbitsMaxRows && aligned && path != NbitsDecodePath::Float && s.packed)
-    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? kNbitsSplitQmax : 127, a, rows, parts.data(),
-                           parts.size());
+    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? kNbitsSplitQmax : 127, a, rows, parts, count);
   std::vector<float> y(static_cast<size_t>(rows * s.N));
   if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a, rows, y.data());
   else run_gemm(ctx, s, a, rows, y.data());
-  for (const YPart& part : parts)
+  for (size_t i = 0; i < count; ++i)
     for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(part.y + r * (part.n1 - part.n0), y.data() + r * s.N + part.n0,
-                  static_cast<size_t>(part.n1 - part.n0) * sizeof(float));
+      std::memcpy(parts[i].y + r * (parts[i].n1 - parts[i].n0), y.data() + r * s.N + parts[i].n0,
+                  static_cast<size_t>(parts[i].n1 - parts[i].n0) * sizeof(float));
 }
 
 void matmul_nbits_kernel(KernelContext& ctx) {
@@ -448,7 +450,7 @@ void matmul_nbits_kernel(KernelContext& ctx) {
   if (residual && (residual->dtype() != DType::Float32 || residual->shape() != out_shape))
     return run_reference(ctx, s);
   const int64_t rows = a.numel() / s.K;
-  if (!s.split.empty()) return run_split(ctx, s, a.data<float>(), rows, {a.shape().begin(), a.shape().end() - 1});
+  if (!s.split.empty()) return run_split(ctx, s, a.data<float>(), rows, out_shape);
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
   if (rows == 0) return;
   float* py = y.mutable_data<float>();

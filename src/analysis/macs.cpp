@@ -129,7 +129,7 @@ std::optional<Dim> count_macs(const Node& node) {
   // The int8 ones count the same MACs on their A (input 0) and the same Q, K, V.
   if (node.domain() == "octet" && (op == "MatMulBias" || op == "QMatMul")) return matmul_like(node, 0, false);
   if (node.domain() == "octet" && (op == "Attention" || op == "QAttention")) return attention_macs(node);
-  if (node.domain() == "com.microsoft" && op == "MatMulNBits") {
+  if ((node.domain() == "com.microsoft" || node.domain() == "octet") && op == "MatMulNBits") {
     const DimVector* out = dims_of(node.output(0));
     if (!out) return std::nullopt;
     return dims_product(*out) * node.attr_int("K", 0);

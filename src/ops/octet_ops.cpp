@@ -20,6 +20,20 @@
 //       axis (D even). cos and sin have X's type and broadcast into X without growing it.
 //       Each product and the sum round to X's type, as the Mul, Mul, Add it replaces do.
 //       (Not ai.onnx RotaryEmbedding of opset 23, which gathers half-width caches itself.)
+//   octet.MatMulNBits(A, B, scales[, zero_points, g_idx, bias][, residual]) [split]
+//       com.microsoft.MatMulNBits (inputs 0-5 and attributes as there) and one of:
+//       - `residual` (input 6, A's type, exactly Y's shape) added as ONNX Add: the
+//         decoder's skip connection after its output and down projections, added while Y
+//         is in cache (fuse_matmul_epilogue);
+//       - `split` (ints, summing to N): one output per part, Y's columns in order, as
+//         ONNX Split of the last axis would give them: a merged q/k/v projection writing
+//         q, k and v itself (fuse_nbits_split).
+//   octet.SwiGLU(X) or octet.SwiGLU(G, U)
+//       Y = (G * Sigmoid(G)) * U, the gated activation of Llama-family MLPs (SiLU(gate) *
+//       up). With one input, G and U are the first and second halves of X's last axis
+//       (even; Y has half of it), as a merged gate/up projection writes them; with two,
+//       G and U have the same shape, which Y has. Each product rounds to X's type, as the
+//       Sigmoid, Mul, Mul it replaces do.
 //   octet.QMatMul: the int8 Linear layer, in octet_quant_ops.cpp (docs/quantization.md).
 //
 // Each rule reuses the ai.onnx rule it extends, so the fused op can never disagree with
@@ -40,12 +54,12 @@ void infer_gelu(InferContext& ctx) { infer_like(ctx, "Gelu"); }
 
 void infer_rms_norm(InferContext& ctx) { infer_like(ctx, "RMSNormalization"); }
 
-// The residual may broadcast into the output but never grow it: fails on a higher rank or
-// on two known sizes that cannot meet; symbolic dims are checked at run time.
-void check_residual(InferContext& ctx, const std::optional<DimVector>& out) {
+// The residual (input `slot`) may broadcast into the output but never grow it: fails on a
+// higher rank or on two known sizes that cannot meet; symbolic dims are checked at run time.
+void check_residual(InferContext& ctx, const std::optional<DimVector>& out, size_t slot = 3) {
   using namespace math;
-  require_same_type(ctx, 0, 3);
-  const auto& r = ctx.input_dims(3);
+  require_same_type(ctx, 0, slot);
+  const auto& r = ctx.input_dims(slot);
   if (!r || !out) return;
   if (r->size() > out->size())
     ctx.fail(describe_input(ctx, 3), " (the residual) has more dims than the output ", dims_to_string(*out));
@@ -53,7 +67,7 @@ void check_residual(InferContext& ctx, const std::optional<DimVector>& out) {
   for (size_t i = 0; i < r->size(); ++i) {
     auto rc = (*r)[i].constant(), oc = (*out)[lead + i].constant();
     if (rc && oc && *rc != *oc && *rc != 1)
-      ctx.fail(describe_input(ctx, 3), " (the residual) does not broadcast into the output ", dims_to_string(*out));
+      ctx.fail(describe_input(ctx, slot), " (the residual) does not broadcast into the output ", dims_to_string(*out));
   }
 }
 
@@ -107,13 +121,68 @@ void infer_apply_rotary(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), x);
 }
 
+void infer_matmul_nbits_octet(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const bool residual = ctx.num_inputs() == 7 && ctx.has_input(6);
+  const std::vector<int64_t> split = n.attr_ints("split", {});
+  if (ctx.num_inputs() > 7) ctx.fail("takes at most 7 inputs (A, B, scales, zero_points, g_idx, bias, residual)");
+  if (residual == !split.empty())
+    ctx.fail("needs either a residual (input 6) or a split attribute, and not both");
+  const OpDef* def = OpRegistry::global().find("com.microsoft", "MatMulNBits");
+  OCTET_ASSERT(def && def->infer, "com.microsoft MatMulNBits has no inference rule");
+  def->infer(ctx);
+  if (residual) return check_residual(ctx, n.output(0)->type.dims, 6);
+  const int64_t N = n.attr_int("N", 0);
+  int64_t total = 0;
+  for (int64_t part : split) {
+    if (part <= 0) ctx.fail("split parts must be positive, got ", part);
+    total += part;
+  }
+  if (total != N) ctx.fail("split parts sum to ", total, ", not N = ", N);
+  if (split.size() != ctx.num_outputs())
+    ctx.fail("split has ", split.size(), " parts but the node has ", ctx.num_outputs(), " outputs");
+  const TensorType y = n.output(0)->type;
+  for (size_t i = 0; i < split.size(); ++i) {
+    std::optional<DimVector> dims = y.dims;
+    if (dims) dims->back() = split[i];
+    ctx.set_output(i, y.dtype, dims);
+  }
+}
+
+void infer_swiglu(InferContext& ctx) {
+  using namespace math;
+  if (ctx.num_inputs() < 1 || ctx.num_inputs() > 2) ctx.fail("takes 1 input (X) or 2 (G, U), got ", ctx.num_inputs());
+  require_type(ctx, 0, is_float_type, kFloatTypes);
+  std::optional<DimVector> y = ctx.input_dims(0);
+  if (ctx.num_inputs() == 2) {
+    require_same_type(ctx, 0, 1);
+    const auto& u = ctx.input_dims(1);
+    if (y && u) {
+      if (y->size() != u->size()) ctx.fail(describe_input(ctx, 0), " and ", describe_input(ctx, 1), " differ in rank");
+      for (size_t k = 0; k < y->size(); ++k) {
+        auto a = (*y)[k].constant(), b = (*u)[k].constant();
+        if (a && b && *a != *b) ctx.fail(describe_input(ctx, 0), " and ", describe_input(ctx, 1), " differ in shape");
+      }
+    }
+    if (!y) y = u;
+  } else if (y) {
+    if (y->empty()) ctx.fail(describe_input(ctx, 0), " must have rank >= 1 (gate and up halve its last axis)");
+    if (auto d = y->back().constant(); d && *d % 2 != 0)
+      ctx.fail(describe_input(ctx, 0), " has an odd last dim ", *d, "; gate and up are its two halves");
+    y->back() = Dim::floor_div(y->back(), Dim(2));
+  }
+  ctx.set_output(0, ctx.input_dtype(0), y);
+}
+
 }  // namespace
 
 void register_octet_ops(OpRegistry& r) {
   r.add({"octet", "ApplyRotary", infer_apply_rotary});
   r.add({"octet", "Gelu", infer_gelu});
   r.add({"octet", "MatMulBias", infer_matmul_bias});
+  r.add({"octet", "MatMulNBits", infer_matmul_nbits_octet});
   r.add({"octet", "RMSNormalization", infer_rms_norm});
+  r.add({"octet", "SwiGLU", infer_swiglu});
   register_octet_attention_op(r);
   register_octet_grouped_attention_op(r);
   register_octet_quant_ops(r);

@@ -106,11 +106,13 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   // A per-row LayerNormQuantize of a QMatMul's float output then joins that QMatMul's
   // epilogue (both final by now).
   // Sibling products of one input merge once no fusion can want them apart (a bias Add,
-  // a fused attention's Q/K/V).
+  // a fused attention's Q/K/V); SiLU(gate) * up then becomes one octet.SwiGLU, reading
+  // the merged gate/up product whole (its Split gone), and a MatMulNBits whose Split is
+  // left (q/k/v) writes the parts itself.
   // Common subexpressions last (each layer's copy of the rotary table slicing, ...): a
   // fusion may want its own single-reader copy; the copies it leaves then go as dead code.
   if (options.level >= 2)
-    finishing = {merge_sibling_matmuls(), transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize(),
+    finishing = {merge_sibling_matmuls(), fuse_swiglu(), fuse_nbits_split(), transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize(),
                  fuse_qmatmul_layer_norm(),
                  eliminate_common_subexpressions(), eliminate_dead_code()};
   return Pipeline(std::move(list), std::move(finishing));

@@ -8,7 +8,8 @@
 //            below opset 23), rotate_half rotary embeddings -> octet.ApplyRotary,
 //            MatMul + constant bias -> octet.MatMulBias, multi-head
 //            attention blocks -> octet.Attention (reading a packed QKV projection in
-//            place; three Q/K/V projections of one input merged into one), and last, once those have converged, Transposes that only move
+//            place; three Q/K/V projections of one input merged into one), and last, once those have converged, sibling
+//            products of one input merged, SiLU(gate) * up -> octet.SwiGLU, Transposes that only move
 //            size-1 axes -> Reshape (a view, no copy)
 //
 // The result computes what the input graph computes (fp32 within float rounding; the

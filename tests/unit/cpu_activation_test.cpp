@@ -1,5 +1,5 @@
-// Optimized Gelu (ai.onnx and octet, both approximations), Tanh, Erf, Sigmoid, Sqrt, Relu
-// and Exp against their reference twins at every ISA level.
+// Optimized Gelu (ai.onnx and octet, both approximations), Tanh, Erf, Sigmoid, Sqrt, Relu,
+// Exp and octet.SwiGLU (one input and two) against their reference twins at every ISA level.
 //
 // Bounds: rel 1e-6 with an absolute floor of 1e-6 for GeLU (the float reference computes
 // 0.5*x*(1+erf) and loses ~1e-7 * |x| to cancellation for x << 0) and 1e-7 for Tanh/Erf/
@@ -46,6 +46,37 @@ TEST(CpuActivation, UnaryOps) {
   expect_matches_reference({"Exp", {Tensor::from_vector<float>({static_cast<int64_t>(ends.size())}, ends)}}, {1e-6, 1e-44});
   expect_matches_reference({"Sqrt", {random_f32({4099}, 3, 0, 100)}}, kExact);
   expect_matches_reference({"Sqrt", {Tensor::from_vector<float>({4}, {-1.0f, 0.0f, INFINITY, NAN})}}, kExact);
+}
+
+// SwiGLU: (g * sigmoid(g)) * u, each rounding as the reference's Sigmoid, Mul, Mul; the
+// sigmoid is the Sigmoid kernel's (~1 ulp), so the same bounds. Odd widths (vector tails),
+// one row and many, one thread and two (a prefill-sized [2, 64, 2 * 1536] shares rows).
+TEST(CpuActivation, SwiGluOneAndTwoInputs) {
+  const std::vector<std::vector<int64_t>> shapes = {{1}, {5}, {2, 17}, {3, 1, 16}, {1, 1, 1536}, {2, 64, 1536}};
+  uint32_t seed = 1;
+  for (const auto& shape : shapes)
+    for (int threads : {1, 2}) {
+      const Tensor g = random_f32(shape, seed++, -9, 9), u = random_f32(shape, seed++, -4, 4);
+      CpuCall two{"SwiGLU", {g, u}, {}, "octet"};
+      two.threads = threads;
+      expect_matches_reference(two, {1e-6, 1e-7}, "two inputs");
+      std::vector<int64_t> joined = shape;
+      joined.back() *= 2;
+      CpuCall one{"SwiGLU", {random_f32(joined, seed++, -9, 9)}, {}, "octet"};
+      one.threads = threads;
+      expect_matches_reference(one, {1e-6, 1e-7}, "one input");
+    }
+  // The ends: sigmoid's saturation, infinities, NaN, signed zeros.
+  const Tensor ends = Tensor::from_vector<float>({8}, {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, 100.0f, -100.0f});
+  expect_matches_reference({"SwiGLU", {ends, random_f32({8}, 9)}, {}, "octet"}, {1e-6, 1e-7}, "ends");
+}
+
+TEST(CpuActivation, SwiGluBadShapesReportTheReferenceError) {
+  // An odd last axis (one input), and G and U of different shapes (two): the reference's
+  // errors, not a wrong read.
+  EXPECT_THROW(run_call({"SwiGLU", {random_f32({2, 7}, 1)}, {}, "octet"}, KernelChoice::Optimized), Error);
+  EXPECT_THROW(run_call({"SwiGLU", {random_f32({2, 8}, 1), random_f32({1, 8}, 2)}, {}, "octet"}, KernelChoice::Optimized),
+               Error);
 }
 
 TEST(CpuActivation, BadApproximateStillReportsTheError) {

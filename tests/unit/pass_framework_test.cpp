@@ -83,10 +83,13 @@ TEST(Pipeline, FinishingPassesRunOnceTheMainListHasConverged) {
   for (const Pass& pass : standard.passes()) {
     EXPECT_NE(pass.name, "transpose_to_reshape");
     EXPECT_NE(pass.name, "merge_sibling_matmuls");
+    EXPECT_NE(pass.name, "fuse_swiglu");  // it takes merge_sibling_matmuls' gate/up Split whole
   }
-  ASSERT_GE(standard.finishing().size(), 2u);
+  ASSERT_GE(standard.finishing().size(), 4u);
   EXPECT_EQ(standard.finishing()[0].name, "merge_sibling_matmuls");
-  EXPECT_EQ(standard.finishing()[1].name, "transpose_to_reshape");
+  EXPECT_EQ(standard.finishing()[1].name, "fuse_swiglu");
+  EXPECT_EQ(standard.finishing()[2].name, "fuse_nbits_split");
+  EXPECT_EQ(standard.finishing()[3].name, "transpose_to_reshape");
 }
 
 TEST(Pipeline, LevelsAndDisabledPasses) {

@@ -21,6 +21,11 @@
 // the DequantizeLinear weights it replaces).
 // The node is declined (reference kernel) unless B, scales and zero points are constants,
 // A is float32, bits is 4 or 8, block_size a multiple of 32 and zero points packed uint8.
+// octet.MatMulNBits (ops/octet_ops.cpp) runs here too: the same product, then its residual
+// (input 6) added to Y, as the Add it replaced (fuse_matmul_epilogue) did, or Y's columns
+// written into its `split` outputs: the packed decode GEMV stores each 16-column panel
+// straight into the output holding it (parts starting at multiples of 16, as q/k/v's
+// 576/192/192 do); elsewhere Y is computed whole and copied into the parts.
 #include <dnnl.h>
 
 #include <algorithm>
@@ -30,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/sizes.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -116,6 +122,7 @@ struct NbitsState : KernelState {
   std::vector<float> zero_scales;   // [N, k_blocks]: zero point * scale (the prefill path)
   std::vector<float> bias;          // [N] or empty
   std::unique_ptr<NbitsPacked> packed;  // the integer GEMV's panels, where the CPU runs it
+  std::vector<int64_t> split;           // octet.MatMulNBits' output parts, or empty
 
   bool owns_input(size_t i) const override { return packed && i >= 1 && i <= 3; }
 };
@@ -127,7 +134,8 @@ const Value* constant_value(const Node& node, size_t i) {
 
 bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
   const Value* a = node.input(0);
-  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > 6) return false;
+  const size_t max_inputs = node.domain() == "octet" ? 7 : 6;  // octet's: + the residual
+  if (!a || a->type.dtype != DType::Float32 || node.inputs().size() > max_inputs) return false;
   if (node.input(4)) return false;  // g_idx: the reference kernel explains
   auto s = std::make_unique<NbitsState>();
   s->K = node.attr_int("K", 0), s->N = node.attr_int("N", 0), s->block = node.attr_int("block_size", 0);
@@ -156,6 +164,12 @@ bool prepare_nbits(const Node& node, std::unique_ptr<KernelState>& out) {
     s->bias.assign(p, p + s->N);
   }
   s->zero_points = zp != nullptr;
+  if (node.domain() == "octet") {
+    s->split = node.attr_ints("split", {});
+    int64_t total = 0;
+    for (int64_t part : s->split) total += part > 0 ? part : s->N + 1;
+    if (!s->split.empty() && (total != s->N || s->split.size() != node.outputs().size())) return false;
+  }
   const float* ps = vs->constant()->data<float>();
   const int mask = (1 << s->bits) - 1;
   std::vector<uint8_t> zero_codes(static_cast<size_t>(count));
@@ -232,11 +246,19 @@ void gemv_columns(const KernelContext& ctx, const NbitsState& s, int64_t rows, i
   share_work(share_threads(ctx, groups * group_bytes), groups, (kShareBytes + group_bytes - 1) / group_bytes, run);
 }
 
+// Columns [n0, n1) of Y, stored at y[r * (n1 - n0) + n - n0]: the whole of Y, or one
+// output of a split octet.MatMulNBits.
+struct YPart {
+  float* y;
+  int64_t n0, n1;
+};
+
 // Decode with integer activations (matmul_nbits.h): A quantized per run of 32 elements
 // (O(rows * K), against the GEMV's O(rows * K * N)), then the packed GEMV, panels over the
 // threads through share_work (work_sharing.h: no fork/join to wait on). qmax 127 (int8 codes)
 // or kNbitsSplitQmax (16-bit ones); 8-bit weights read split codes either way.
-void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, const float* a, int64_t rows, float* y) {
+void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, const float* a, int64_t rows,
+                     const YPart* parts, size_t part_count) {
   const NbitsPackedKernels& kernels = packed_kernels();
   const NbitsPacked& w = *s.packed;
   const int64_t kp = s.k_blocks * s.block, runs = kp / 32;
@@ -250,13 +272,21 @@ void run_gemv_packed(const KernelContext& ctx, const NbitsState& s, int qmax, co
   kernels.quantize(q);
   NbitsPackedArgs g;
   g.w = &w, g.rows = rows, g.a = q.aq, g.a_scales = q.a_scales, g.a_sum = q.a_sum, g.a_zero = q.a_zero;
-  g.y = y, g.ldy = s.N;
+  // Each part's panels store into its own output (parts start at panel boundaries).
   auto panels = [&](int64_t begin, int64_t end) {
-    kernels.gemv(g, begin, end);
-    const int64_t n0 = begin * kNbitsPanel, n1 = std::min(s.N, end * kNbitsPanel);
-    if (!s.bias.empty())
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t n = n0; n < n1; ++n) y[r * s.N + n] += s.bias[n];
+    for (size_t i = 0; i < part_count; ++i) {
+      const YPart& part = parts[i];
+      const int64_t p0 = std::max(begin, part.n0 / kNbitsPanel);
+      const int64_t p1 = std::min(end, (part.n1 + kNbitsPanel - 1) / kNbitsPanel);
+      if (p0 >= p1) continue;
+      NbitsPackedArgs gp = g;
+      gp.y = part.y, gp.ldy = part.n1 - part.n0, gp.col0 = part.n0;
+      kernels.gemv(gp, p0, p1);
+      const int64_t n0 = std::max(part.n0, p0 * kNbitsPanel), n1 = std::min(part.n1, p1 * kNbitsPanel);
+      if (!s.bias.empty())
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t n = n0; n < n1; ++n) part.y[r * gp.ldy + n - part.n0] += s.bias[n];
+    }
   };
   const int64_t panel_bytes = s.k_blocks * w.block_bytes;
   share_work(share_threads(ctx, w.panels * panel_bytes), w.panels, (kShareBytes + panel_bytes - 1) / panel_bytes,
@@ -269,8 +299,10 @@ void run_gemm(const KernelContext& ctx, const NbitsState& s, const float* a, int
 void run_gemv(const KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, float* y) {
   const NbitsTable& table = nbits_table(active_isa());
   const NbitsDecodePath path = nbits_decode_path(s.bits);
-  if (path != NbitsDecodePath::Float && s.packed)
-    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? kNbitsSplitQmax : 127, a, rows, y);
+  if (path != NbitsDecodePath::Float && s.packed) {
+    const YPart whole{y, 0, s.N};
+    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? kNbitsSplitQmax : 127, a, rows, &whole, 1);
+  }
   // Float activations asked for after the session kept only the panels: dequantized panels
   // and sgemm, as the prefill.
   if (!s.b) return run_gemm(ctx, s, a, rows, y);
@@ -375,6 +407,36 @@ void run_reference(KernelContext& ctx, const NbitsState& s) {
   restore();
 }
 
+// A split octet.MatMulNBits: its parts written by the packed decode GEMV directly where
+// they start at panel boundaries, else Y computed whole and its columns copied out.
+// (No heap allocation for up to 8 parts beyond the outputs: it runs 30 times a decode step.)
+void run_split(KernelContext& ctx, const NbitsState& s, const float* a, int64_t rows, std::vector<int64_t> shape) {
+  std::array<YPart, 8> few;
+  std::vector<YPart> many(s.split.size() > few.size() ? s.split.size() : 0);
+  YPart* parts = many.empty() ? few.data() : many.data();
+  const size_t count = s.split.size();
+  bool aligned = true;
+  int64_t n0 = 0;
+  for (size_t i = 0; i < count; ++i) {
+    shape.back() = s.split[i];
+    Tensor& out = ctx.allocate_output_uninitialized(i, DType::Float32, shape);
+    parts[i] = {out.mutable_data<float>(), n0, n0 + s.split[i]};
+    aligned = aligned && n0 % kNbitsPanel == 0;
+    n0 += s.split[i];
+  }
+  if (rows == 0) return;
+  const NbitsDecodePath path = nbits_decode_path(s.bits);
+  if (rows <= kNbitsMaxRows && aligned && path != NbitsDecodePath::Float && s.packed)
+    return run_gemv_packed(ctx, s, path == NbitsDecodePath::Int16 ? kNbitsSplitQmax : 127, a, rows, parts, count);
+  std::vector<float> y(static_cast<size_t>(rows * s.N));
+  if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a, rows, y.data());
+  else run_gemm(ctx, s, a, rows, y.data());
+  for (size_t i = 0; i < count; ++i)
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(parts[i].y + r * (parts[i].n1 - parts[i].n0), y.data() + r * s.N + parts[i].n0,
+                  static_cast<size_t>(parts[i].n1 - parts[i].n0) * sizeof(float));
+}
+
 void matmul_nbits_kernel(KernelContext& ctx) {
   const auto& s = ctx.state_as<NbitsState>();
   const Tensor& a = ctx.input(0);
@@ -382,17 +444,31 @@ void matmul_nbits_kernel(KernelContext& ctx) {
     return run_reference(ctx, s);  // its error names what is wrong
   std::vector<int64_t> out_shape = a.shape();
   out_shape.back() = s.N;
+  // octet.MatMulNBits' residual: Y's exact shape (what the fusion writes), else the
+  // reference kernel broadcasts or explains.
+  const Tensor* residual = ctx.optional_input(6);
+  if (residual && (residual->dtype() != DType::Float32 || residual->shape() != out_shape))
+    return run_reference(ctx, s);
   const int64_t rows = a.numel() / s.K;
+  if (!s.split.empty()) return run_split(ctx, s, a.data<float>(), rows, out_shape);
   Tensor& y = ctx.allocate_output_uninitialized(0, DType::Float32, out_shape);
   if (rows == 0) return;
-  if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a.data<float>(), rows, y.mutable_data<float>());
-  else run_gemm(ctx, s, a.data<float>(), rows, y.mutable_data<float>());
+  float* py = y.mutable_data<float>();
+  if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a.data<float>(), rows, py);
+  else run_gemm(ctx, s, a.data<float>(), rows, py);
+  // After the bias, one float add per element: Add(Y, residual) bit for bit.
+  if (residual) {
+    const float* pr = residual->data<float>();
+    const int64_t count = rows * s.N;
+    for (int64_t i = 0; i < count; ++i) py[i] += pr[i];
+  }
 }
 
 }  // namespace
 
 void register_matmul_nbits(KernelRegistry& r) {
   r.add("com.microsoft", "MatMulNBits", KernelDef{matmul_nbits_kernel, prepare_nbits});
+  r.add("octet", "MatMulNBits", KernelDef{matmul_nbits_kernel, prepare_nbits});
 }
 
 }  // namespace octet::cpu

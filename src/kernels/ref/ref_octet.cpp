@@ -5,8 +5,11 @@
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
 // residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
 // to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
-// Add. Optimized kernels are tested against these.
+// Add, octet.MatMulNBits to com.microsoft.MatMulNBits and Add or Split, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "kernels/kernel.h"
 #include "kernels/ref/ref_families.h"
@@ -102,6 +105,72 @@ void apply_rotary_kernel(KernelContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
+// com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6), or Y's
+// columns cut into the `split` parts.
+void matmul_nbits_octet_kernel(KernelContext& ctx) {
+  KernelFn nbits = KernelRegistry::reference().find("com.microsoft", "MatMulNBits");
+  OCTET_ASSERT(nbits, "no reference kernel for com.microsoft MatMulNBits");
+  const Tensor* residual = ctx.optional_input(6);
+  const std::vector<int64_t> split = ctx.node().attr_ints("split", {});
+  if (!residual == split.empty()) ctx.fail("needs either a residual (input 6) or a split attribute, and not both");
+  std::vector<const Tensor*> ins;
+  for (size_t i = 0; i < 6; ++i) ins.push_back(ctx.optional_input(i));
+  KernelContext sub(ctx.node(), std::move(ins));
+  nbits(sub);
+  Tensor& y = sub.outputs()[0];
+  if (residual) {
+    if (residual->dtype() != y.dtype()) ctx.fail("residual is ", residual->describe(), " but Y is ", y.describe());
+    Tensor sum = ref::run_onnx_kernel("Add", ctx.node(), {&y, residual});
+    if (sum.shape() != y.shape())
+      ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
+    return ctx.set_output(0, std::move(sum));
+  }
+  const int64_t N = y.shape().back(), rows = y.numel() / std::max<int64_t>(N, 1), size = dtype_bits(y.dtype()) / 8;
+  int64_t start = 0;
+  for (size_t i = 0; i < split.size(); ++i) {
+    if (split[i] <= 0 || start + split[i] > N) ctx.fail("split parts must be positive and sum to N = ", N);
+    std::vector<int64_t> shape = y.shape();
+    shape.back() = split[i];
+    Tensor part(y.dtype(), shape);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(part.mutable_raw() + r * split[i] * size, y.raw() + (r * N + start) * size,
+                  static_cast<size_t>(split[i] * size));
+    ctx.set_output(i, std::move(part));
+    start += split[i];
+  }
+  if (start != N) ctx.fail("split parts sum to ", start, ", not N = ", N);
+}
+
+// (G * Sigmoid(G)) * U by the ai.onnx kernels, G and U the halves of X's last axis where
+// the node has one input (Split, as a merged gate/up projection's reader would).
+void swiglu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 1) ctx.fail("X ", x.describe(), " must have rank >= 1");
+  Tensor halves[2];
+  const Tensor* g = &x;
+  const Tensor* u = ctx.optional_input(1);
+  if (ctx.num_inputs() > 2) ctx.fail("takes 1 input (X) or 2 (G, U), got ", ctx.num_inputs());
+  if (u) {
+    if (u->dtype() != x.dtype() || u->shape() != x.shape())
+      ctx.fail("G ", x.describe(), " and U ", u->describe(), " must have the same type and shape");
+  } else {
+    const int64_t d = x.shape().back();
+    if (d % 2 != 0) ctx.fail("X ", x.describe(), " has an odd last dim; gate and up are its two halves");
+    const Graph& graph = rotary_nodes();  // its Slice reads its bounds from inputs
+    const Node& slice = *graph.nodes()[0];
+    const Tensor axis = Tensor::from_vector<int64_t>({1}, {-1});
+    const Tensor zero = Tensor::from_vector<int64_t>({1}, {0});
+    const Tensor half = Tensor::from_vector<int64_t>({1}, {d / 2});
+    const Tensor end = Tensor::from_vector<int64_t>({1}, {d});
+    halves[0] = ref::run_onnx_kernel("Slice", slice, {&x, &zero, &half, &axis});
+    halves[1] = ref::run_onnx_kernel("Slice", slice, {&x, &half, &end, &axis});
+    g = &halves[0], u = &halves[1];
+  }
+  Tensor s = ref::run_onnx_kernel("Sigmoid", ctx.node(), {g});
+  Tensor gs = ref::run_onnx_kernel("Mul", ctx.node(), {g, &s});
+  ctx.set_output(0, ref::run_onnx_kernel("Mul", ctx.node(), {&gs, u}));
+}
+
 void matmul_bias_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -142,7 +211,9 @@ void register_ref_octet(KernelRegistry& r) {
   r.add("octet", "ApplyRotary", apply_rotary_kernel);
   r.add("octet", "Gelu", gelu_kernel);
   r.add("octet", "MatMulBias", matmul_bias_kernel);
+  r.add("octet", "MatMulNBits", matmul_nbits_octet_kernel);
   r.add("octet", "RMSNormalization", rms_norm_kernel);
+  r.add("octet", "SwiGLU", swiglu_kernel);
   register_ref_attention(r);
   register_ref_grouped_attention(r);
   register_ref_octet_quant(r);

@@ -2,6 +2,11 @@
 // octet.MatMulBias -> Add(., residual)     -> octet.MatMulBias(A, B, bias, residual)
 // The same for octet.QMatMul (the int8 matmul, docs/quantization.md), whose residual is
 // its input 7: both ops define one epilogue, bias then activation then residual.
+// com.microsoft.MatMulNBits -> Add(., residual) -> octet.MatMulNBits(..., residual): the
+// residual as input 6 (no activation: its kernel has none). Decoders add their skip
+// connection after the attention output and the MLP down projections: at decode two Add
+// kernel calls per layer. Left alone where A is also read by another MatMulNBits, a
+// sibling merge_sibling_matmuls (later) would merge it with.
 //
 // Why: the FFN of every BERT/GPT-2/ViT block is Linear -> GeLU, and each block's output
 // projection is Linear -> Add(skip connection). Folded into the MatMulBias, the optimized
@@ -26,6 +31,7 @@ namespace {
 
 // The input slot of the residual for the fused matmuls that have an epilogue; -1 otherwise.
 int residual_slot(const Node* n) {
+  if (n && n->op_type() == "MatMulNBits" && (n->domain() == "com.microsoft" || n->domain() == "octet")) return 6;
   if (!n || n->domain() != "octet") return -1;
   if (n->op_type() == "MatMulBias") return 3;
   if (n->op_type() == "QMatMul") return 7;
@@ -34,6 +40,17 @@ int residual_slot(const Node* n) {
 
 bool is_gelu(const Node* n) {
   return n && n->op_type() == "Gelu" && (n->domain() == "octet" || n->domain().empty());
+}
+
+bool is_nbits(const Node* n) { return n->op_type() == "MatMulNBits"; }
+
+// True when another com.microsoft.MatMulNBits reads A too (a merge candidate).
+bool has_nbits_sibling(const Node* n) {
+  const Value* a = n->input(0);
+  if (!a) return false;
+  for (const Use& u : a->uses())
+    if (u.node != n && u.node->domain() == "com.microsoft" && u.node->op_type() == "MatMulNBits") return true;
+  return false;
 }
 
 struct Match {
@@ -51,8 +68,11 @@ bool match(Node* mmb, Match& m) {
   Node* next = sole_consumer(y);
   if (!next || !y->type.known()) return false;
   const std::string act = mmb->attr_string("activation", "");
-  const bool has_residual = mmb->input(static_cast<size_t>(residual_slot(mmb))) != nullptr;
+  const size_t slot = static_cast<size_t>(residual_slot(mmb));
+  const bool has_residual = mmb->inputs().size() > slot && mmb->input(slot) != nullptr;
+  if (is_nbits(mmb) && (has_nbits_sibling(mmb) || mmb->inputs().size() > slot)) return false;
   if (is_gelu(next)) {
+    if (is_nbits(mmb)) return false;
     if (!act.empty() || has_residual) return false;
     const std::string approx = next->attr_string("approximate", "none");
     if (approx != "none" && approx != "tanh") return false;

@@ -154,7 +154,7 @@ void gemv(const NbitsPackedArgs& g, int64_t p0, int64_t p1) {
       }
     }
     const int64_t n0 = p * kNbitsPanel;
-    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(g.y + r * g.ldy + n0, first_lanes(w.N - n0), acc[r]);
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(g.y + r * g.ldy + (n0 - g.col0), first_lanes(w.N - n0), acc[r]);
   }
 }
 

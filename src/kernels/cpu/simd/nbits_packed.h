@@ -83,8 +83,9 @@ struct NbitsPackedArgs {
   const float* a_scales = nullptr;  // [rows, k_blocks * block / 32]
   const int32_t* a_sum = nullptr;   // [rows, k_blocks * block / 32]: -sum(aq)
   const int32_t* a_zero = nullptr;  // [rows, k_blocks * block / 32], int16 pairs
-  float* y = nullptr;               // y[r * ldy + n]
+  float* y = nullptr;               // y[r * ldy + n - col0]
   int64_t ldy = 0;
+  int64_t col0 = 0;                 // the first column y holds (a part of a split output; a multiple of 16)
 };
 
 // A's rows (length K, row stride lda) quantized as above into aq [rows, k_blocks * block]

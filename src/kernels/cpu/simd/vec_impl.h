@@ -348,6 +348,12 @@ void unary_row(const float* x, float* y, int64_t n) {
   map_row<T>(x, y, n, [](auto v) { return Fn::apply(v); });
 }
 
+// SwiGLU's gate: (g * sigmoid(g)) * u in Sigmoid, Mul, Mul's order and roundings.
+template <class T>
+void swiglu_row(const float* g, const float* u, float* y, int64_t n) {
+  map_row2<T>(g, u, y, n, [](auto a, auto b) { return T::mul(T::mul(a, Math<T>::sigmoid(a)), b); });
+}
+
 #define OCTET_SIMD_UNARY(Name, expr)               \
   template <class T>                               \
   struct Name {                                    \
@@ -378,6 +384,7 @@ void fill_table(VecTable& t, const char* name) {
   t.exp_sum = row_exp_sum<T>;
   t.softmax_row = row_softmax<T>;
   t.norm_row = row_norm<T>;
+  t.swiglu = swiglu_row<T>;
   t.unary[static_cast<int>(UnaryOp::Exp)] = unary_row<T, ExpFn<T>>;
   t.unary[static_cast<int>(UnaryOp::Tanh)] = unary_row<T, TanhFn<T>>;
   t.unary[static_cast<int>(UnaryOp::Erf)] = unary_row<T, ErfFn<T>>;

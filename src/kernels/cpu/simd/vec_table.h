@@ -36,6 +36,10 @@ struct VecTable {
   void (*norm_row)(const float* x, float* y, int64_t n, const float* gamma, const float* beta, float eps,
                    bool center) = nullptr;
 
+  // y = (g * sigmoid(g)) * u (octet.SwiGLU), each product rounded to float as the Sigmoid,
+  // Mul, Mul it replaces: the same sigmoid as unary[Sigmoid], so bit for bit their result.
+  void (*swiglu)(const float* g, const float* u, float* y, int64_t n) = nullptr;
+
   UnaryFn unary[kUnaryOps] = {};
   BinaryFn binary[kBinaryOps] = {};          // y = a op b, elementwise
   BinaryScalarFn binary_rhs[kBinaryOps] = {};  // y = a[i] op b

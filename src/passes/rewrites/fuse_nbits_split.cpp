@@ -1,0 +1,87 @@
+// com.microsoft.MatMulNBits -> Split(last axis) -> octet.MatMulNBits with `split`: the
+// product writes each part as its own output.
+//
+// Why: merge_sibling_matmuls makes a decoder layer's q, k and v projections one GEMV and
+// a Split; at decode the Split is one more kernel call and a copy per layer (SmolLM2: 30 a
+// step). octet.MatMulNBits' packed GEMV stores each 16-column panel straight into the part
+// that holds it (kernels/cpu/matmul_nbits.cpp), so the parts cost nothing extra. Its
+// columns are the product's columns, so the outputs are the Split's bit for bit.
+//
+// Matched: a MatMulNBits (com.microsoft, no residual) whose output is read by one Split
+// alone (not a graph output), on the last axis (known rank), with every Split output
+// present and replaceable (can_replace), and its sizes known: a constant int64 `split` input,
+// the `split` attribute (before opset 13), or equal parts of a known N (opset 18's
+// num_outputs, N divisible). Runs in the finishing stage after fuse_swiglu, which takes
+// a gate/up Split whole.
+#include <numeric>
+
+#include "ops/infer.h"
+#include "passes/pattern.h"
+#include "passes/rewrites/rewrites.h"
+
+namespace octet::passes {
+namespace {
+
+bool is_nbits(const Node* n) {
+  return n && n->domain() == "com.microsoft" && n->op_type() == "MatMulNBits" && n->outputs().size() == 1;
+}
+
+// The Split's part sizes along the last axis of an input with N columns, or empty.
+std::vector<int64_t> split_sizes(const Node* split, int64_t N) {
+  const Value* x = split->input(0);
+  if (!x->type.known() || !x->type.dims || x->type.dims->empty()) return {};
+  const int64_t rank = static_cast<int64_t>(x->type.dims->size());
+  int64_t axis = split->attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1) return {};
+  const int64_t parts = static_cast<int64_t>(split->outputs().size());
+  std::vector<int64_t> sizes;
+  if (split->inputs().size() > 1 && split->input(1)) {
+    const Tensor* t = constant_value(split->input(1));
+    if (!t || t->dtype() != DType::Int64 || t->numel() != parts) return {};
+    sizes.assign(t->data<int64_t>(), t->data<int64_t>() + parts);
+  } else if (split->has_attr("split")) {
+    sizes = split->attr_ints("split");
+  } else if (parts > 0 && N % parts == 0) {
+    sizes.assign(static_cast<size_t>(parts), N / parts);
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts) return {};
+  for (int64_t s : sizes)
+    if (s <= 0) return {};
+  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != N) return {};
+  return sizes;
+}
+
+bool run(Graph& g, PassContext& ctx) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n) || !is_nbits(n)) continue;
+    Node* split = sole_consumer(n->output(0));
+    if (!is_op(split, "Split") || split->input(0) != n->output(0) || split->outputs().size() < 2) continue;
+    bool outputs_present = true;
+    for (const Value* v : split->outputs()) outputs_present = outputs_present && v && can_replace(v, n->output(0));
+    if (!outputs_present) continue;
+    const std::vector<int64_t> sizes = split_sizes(split, n->attr_int("N", 0));
+    if (sizes.empty()) continue;
+    GraphPatch patch = make_patch(g);
+    std::vector<Attribute> attrs = n->attributes();
+    attrs.push_back(Attribute::make_ints("split", sizes));
+    // (can_replace above compared each part with Y: same element type and rank.)
+    Node* fused = patch.add_node("MatMulNBits", n->inputs(), sizes.size(), std::move(attrs), "octet",
+                                 n->name() + "_split_outputs");
+    for (size_t i = 0; i < sizes.size(); ++i) patch.replace_uses(split->output(i), fused->output(i));
+    patch.remove_node(n);
+    patch.remove_node(split);
+    if (!ctx.apply(patch)) continue;
+    import_octet_domain(g);
+    removed.add({n, split});
+    ctx.count("octet.MatMulNBits(split " + std::to_string(sizes.size()) + ")");
+  }
+  return removed.any();
+}
+
+}  // namespace
+
+Pass fuse_nbits_split() { return {"fuse_nbits_split", run}; }
+
+}  // namespace octet::passes

@@ -1,6 +1,7 @@
 // The optimized octet.Attention kernel (kernels/cpu/attention.cpp) against its reference
 // twin, on every ISA level the machine has: single rows and keys, lengths that are not
-// multiples of the 4x16 tiles or the 64-row task blocks, head sizes 1 to 80, causal with
+// multiples of the tiles (4x16; 8x32 under AVX-512, whose 16x16 transposes pack K^T and
+// the queries) or the 64-row task blocks, head sizes 1 to 96, causal with
 // Sq != Sk (rows with no visible key included), every mask shape the op accepts, rows
 // whose keys are all masked, the seq-first layout, and several thread counts.
 #include <gtest/gtest.h>

@@ -25,6 +25,7 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/attention_pack.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/thread_scratch.h"
@@ -57,6 +58,7 @@ struct Workspace {
 
 #define OCTET_INLINE inline __attribute__((always_inline))
 
+template <bool kAvx512>
 OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Workspace& w) {
   const AttentionShape& a = *p.a;
   if (w.packed == b * a.heads + h) return;
@@ -68,10 +70,14 @@ OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Workspace& w) {
   // the FMAs a microcode assist); nothing reads them after.
   const int64_t last_block = (skp - kCols) * a.head_k;
   std::fill(w.kt + last_block, w.kt + last_block + a.head_k * kCols, 0.0f);
-  for (int64_t j = 0; j < a.kv_len; ++j) {
-    const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
-    float* dst = w.kt + (j / kCols) * a.head_k * kCols + j % kCols;
-    for (int64_t d = 0; d < a.head_k; ++d) dst[d * kCols] = kj[d];
+  if constexpr (kAvx512) {
+    cpu::attention_pack_kt_avx512(p.k + b * a.k_b + h * a.head_k, a.k_s, a.kv_len, a.head_k, w.kt);
+  } else {
+    for (int64_t j = 0; j < a.kv_len; ++j) {
+      const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
+      float* dst = w.kt + (j / kCols) * a.head_k * kCols + j % kCols;
+      for (int64_t d = 0; d < a.head_k; ++d) dst[d * kCols] = kj[d];
+    }
   }
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* vj = p.v + b * a.v_b + j * a.v_s + h * a.head_v;
@@ -168,10 +174,13 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   // The tile's queries transposed, qt[d * R + r]: the inner loop then broadcasts from one
   // pointer at fixed offsets (eight row pointers each cost an increment per step).
   float* qt = w.qt;
-  for (int64_t r = 0; r < R; ++r) {
-    // A short tile repeats its last row.
-    const float* q = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;
-    for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[d];
+  const float* q[R];  // a short tile repeats its last row
+  for (int64_t r = 0; r < R; ++r) q[r] = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;
+  if constexpr (L == 16 && R == 8) {
+    cpu::attention_transpose_q8_avx512(q, a.head_k, qt);
+  } else {
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[r][d];
   }
   const float scale = static_cast<float>(a.scale);
   // Without a mask or causal fill the row max is taken from the registers as the scores
@@ -261,7 +270,7 @@ OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
 // One task: (b, h) and query rows [i0, i1).
 template <typename V>
 OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Workspace& w) {
-  pack_head(p, b, h, w);
+  pack_head<kLanes<V> == 16>(p, b, h, w);
   const int64_t skp = round_up(std::max<int64_t>(p.a->kv_len, 1), kCols);
   for (int64_t i = i0; i < i1; i += kRows<V>) {
     const int64_t rows = std::min(kRows<V>, i1 - i);

@@ -1,6 +1,7 @@
 // The optimized octet.Attention kernel (kernels/cpu/attention.cpp) against its reference
 // twin, on every ISA level the machine has: single rows and keys, lengths that are not
-// multiples of the 4x16 tiles or the 64-row task blocks, head sizes 1 to 80, causal with
+// multiples of the tiles (4x16; 8x32 under AVX-512, whose 16x16 transposes pack K^T and
+// the queries) or the 64-row task blocks, head sizes 1 to 96, causal with
 // Sq != Sk (rows with no visible key included), every mask shape the op accepts, rows
 // whose keys are all masked, the seq-first layout, and several thread counts.
 #include <gtest/gtest.h>
@@ -116,13 +117,15 @@ TEST(CpuAttention, SingleQueryAndSingleKey) {
 }
 
 TEST(CpuAttention, HeadSizes) {
-  for (int64_t d : {1, 8, 16, 64, 80}) check({2, 13, 13, 3, d, d});
+  // 32, 48, 96: AVX-512 tiles of 32 columns, with and without a 16-column tail.
+  for (int64_t d : {1, 8, 16, 32, 48, 64, 80, 96}) check({2, 13, 13, 3, d, d});
   check({1, 7, 11, 2, 16, 80});  // Dk != Dv
   check({1, 7, 11, 2, 80, 1});
 }
 
 TEST(CpuAttention, OddLengthsAcrossTilesAndTaskBlocks) {
-  for (int64_t s : {1, 2, 3, 5, 15, 16, 17, 33, 63, 64, 65, 127, 128, 130}) check({1, s, s, 4, 16, 16});
+  for (int64_t s : {1, 2, 3, 5, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 127, 128, 130}) check({1, s, s, 4, 16, 16});
+  for (int64_t s : {31, 48, 49, 257}) check({1, s, s, 2, 64, 48});
   check({2, 65, 130, 2, 16, 16});
 }
 

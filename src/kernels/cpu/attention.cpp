@@ -7,11 +7,12 @@
 // per-thread scratch, so the inner loops read contiguous memory whatever the layout
 // (batch- or seq-first), then for a tile of query rows at a time (8 under AVX-512, 4
 // otherwise), its queries transposed:
-//   scores  acc[r] += q[r][d] * Kt[d][j..j+16]  (rows x 16 register tile; one pass over Dk;
-//           K^T packed in blocks of 16 keys, each block's Dk x 16 values contiguous)
+//   scores  acc[r] += q[r][d] * Kt[d][j..j+T]  (rows x T register tile, T = 32 columns
+//           under AVX-512, 16 otherwise; one pass over Dk; K^T packed in blocks of 16
+//           keys, each block's Dk x 16 values contiguous)
 //   s = scale * acc + mask, causal entries = lowest; e = exp(s - row max) (vec_ops.h),
 //     the max kept in registers while storing when there is no mask or causal fill
-//   out     acc[r] += e[r][j] * V[j][d..d+16]   (rows x 16 register tile; one pass over Sk),
+//   out     acc[r] += e[r][j] * V[j][d..d+T]   (rows x T register tile; one pass over Sk),
 //     stored times 1 / sum(e[r]): softmax's normalization costs one multiply per output
 // Only a [64, Sk] score block per thread exists at a time, never [B, H, Sq, Sk].
 //
@@ -24,6 +25,7 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/attention_pack.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd_kernels.h"
 #include "kernels/cpu/thread_scratch.h"
@@ -56,6 +58,7 @@ struct Workspace {
 
 #define OCTET_INLINE inline __attribute__((always_inline))
 
+template <bool kAvx512>
 OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Workspace& w) {
   const AttentionShape& a = *p.a;
   if (w.packed == b * a.heads + h) return;
@@ -67,10 +70,14 @@ OCTET_INLINE void pack_head(const Args& p, int64_t b, int64_t h, Workspace& w) {
   // the FMAs a microcode assist); nothing reads them after.
   const int64_t last_block = (skp - kCols) * a.head_k;
   std::fill(w.kt + last_block, w.kt + last_block + a.head_k * kCols, 0.0f);
-  for (int64_t j = 0; j < a.kv_len; ++j) {
-    const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
-    float* dst = w.kt + (j / kCols) * a.head_k * kCols + j % kCols;
-    for (int64_t d = 0; d < a.head_k; ++d) dst[d * kCols] = kj[d];
+  if constexpr (kAvx512) {
+    cpu::attention_pack_kt_avx512(p.k + b * a.k_b + h * a.head_k, a.k_s, a.kv_len, a.head_k, w.kt);
+  } else {
+    for (int64_t j = 0; j < a.kv_len; ++j) {
+      const float* kj = p.k + b * a.k_b + j * a.k_s + h * a.head_k;
+      float* dst = w.kt + (j / kCols) * a.head_k * kCols + j % kCols;
+      for (int64_t d = 0; d < a.head_k; ++d) dst[d * kCols] = kj[d];
+    }
   }
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* vj = p.v + b * a.v_b + j * a.v_s + h * a.head_v;
@@ -111,6 +118,49 @@ OCTET_INLINE void store(float* p, V v) {
   __builtin_memcpy(p, &v, sizeof(V));
 }
 
+// Columns per register tile: 16 (kCols, one block of packed K^T) at 4 and 8 lanes, where
+// that is already 4 or 2 vectors per row; 32 under AVX-512, so a tile holds kRows x 2
+// accumulators. With one vector per row (8 accumulators) every FMA waited on the previous
+// one of its chain (4 cycles latency, 2 FMAs per cycle): the products ran at ~40% of the
+// core's FMA rate (DINOv2-S fp32, 257 keys x 64 channels).
+template <typename V>
+constexpr int64_t kTileCols = kLanes<V> == 16 ? 2 * kCols : kCols;
+
+// One block of N vectors of keys from column j0: acc[r][n] = sum over d of q[r][d] *
+// K[j0 + n * lanes][d] (the same FMAs in the same order whatever the tile width), times
+// scale, stored to s[r * skp + j] for r < rows; the row maxima of columns in full kCols
+// blocks kept lane-wise in mx.
+template <typename V, int64_t N>
+OCTET_INLINE void scores_block(const AttentionShape& a, const float* kt, const float* qt, int64_t j0, int64_t rows,
+                               float scale, int64_t skp, int64_t full_cols, float* s, V* mx) {
+  constexpr int64_t L = kLanes<V>, R = kRows<V>;
+  const float* kb[N];  // vector n's K^T column in its packed block of kCols keys
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t c = j0 + n * L;
+    kb[n] = kt + (c / kCols) * a.head_k * kCols + c % kCols;
+  }
+  V acc[R][N] = {};
+  for (int64_t d = 0; d < a.head_k; ++d) {
+    const float* qd = qt + d * R;
+#pragma GCC unroll 4
+    for (int64_t n = 0; n < N; ++n) {
+      const V k = load<V>(kb[n] + d * kCols);
+#pragma GCC unroll 8
+      for (int64_t r = 0; r < R; ++r) acc[r][n] += qd[r] * k;
+    }
+  }
+#pragma GCC unroll 8
+  for (int64_t r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int64_t n = 0; n < N; ++n) {
+      acc[r][n] *= scale;
+      if (j0 + n * L < full_cols) mx[r] = acc[r][n] > mx[r] ? acc[r][n] : mx[r];
+    }
+  for (int64_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+    for (int64_t n = 0; n < N; ++n) store<V>(s + r * skp + j0 + n * L, acc[r][n]);
+}
+
 // Scores of `rows` (<= kRows<V>) query rows starting at i into s[r * skp + j], scaled and
 // masked, then exponentiated: s = exp(s - row max). The row sums go to sum[r]; the
 // division by them waits for output_tile's store (one multiply per output instead of a
@@ -118,50 +168,31 @@ OCTET_INLINE void store(float* p, V v) {
 template <typename V>
 OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w, float* s,
                               float* sum) {
-  constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
+  constexpr int64_t L = kLanes<V>, R = kRows<V>, T = kTileCols<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
   // The tile's queries transposed, qt[d * R + r]: the inner loop then broadcasts from one
   // pointer at fixed offsets (eight row pointers each cost an increment per step).
   float* qt = w.qt;
-  for (int64_t r = 0; r < R; ++r) {
-    // A short tile repeats its last row.
-    const float* q = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;
-    for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[d];
+  const float* q[R];  // a short tile repeats its last row
+  for (int64_t r = 0; r < R; ++r) q[r] = p.q + b * a.q_b + (i + std::min(r, rows - 1)) * a.q_s + h * a.head_k;
+  if constexpr (L == 16 && R == 8) {
+    cpu::attention_transpose_q8_avx512(q, a.head_k, qt);
+  } else {
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t d = 0; d < a.head_k; ++d) qt[d * R + r] = q[r][d];
   }
   const float scale = static_cast<float>(a.scale);
   // Without a mask or causal fill the row max is taken from the registers as the scores
   // are stored (the padded columns hold exact zeros from K's padding, so they are left
   // out); otherwise after the mask is added.
   const bool max_in_tile = !p.mask && !a.causal;
-  const int64_t full_blocks = a.kv_len / kCols;
+  const int64_t full_cols = a.kv_len / kCols * kCols;
   V mx[R];
   for (int64_t r = 0; r < R; ++r) mx[r] = V{} + p.lowest;
-  for (int64_t j0 = 0; j0 < skp; j0 += kCols) {
-    V acc[R][N] = {};
-    const float* kblock = w.kt + j0 * a.head_k;
-    for (int64_t d = 0; d < a.head_k; ++d) {
-      const float* kd = kblock + d * kCols;
-      const float* qd = qt + d * R;
-#pragma GCC unroll 4
-      for (int64_t n = 0; n < N; ++n) {
-        const V k = load<V>(kd + n * kLanes<V>);
-#pragma GCC unroll 8
-        for (int64_t r = 0; r < R; ++r) acc[r][n] += qd[r] * k;
-      }
-    }
-    const bool full = j0 / kCols < full_blocks;
-#pragma GCC unroll 8
-    for (int64_t r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int64_t n = 0; n < N; ++n) {
-        acc[r][n] *= scale;
-        if (full) mx[r] = acc[r][n] > mx[r] ? acc[r][n] : mx[r];
-      }
-    for (int64_t r = 0; r < rows; ++r)
-#pragma GCC unroll 4
-      for (int64_t n = 0; n < N; ++n) store<V>(s + r * skp + j0 + n * kLanes<V>, acc[r][n]);
-  }
+  int64_t j0 = 0;
+  for (; j0 + T <= skp; j0 += T) scores_block<V, T / L>(a, w.kt, qt, j0, rows, scale, skp, full_cols, s, mx);
+  if (j0 < skp) scores_block<V, kCols / L>(a, w.kt, qt, j0, rows, scale, skp, full_cols, s, mx);  // T > kCols
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * skp;
     const int64_t qi = i + r;
@@ -178,8 +209,8 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
     float row_max;
     if (max_in_tile) {
       row_max = p.lowest;
-      for (int64_t l = 0; l < kLanes<V>; ++l) row_max = std::max(row_max, mx[r][l]);
-      for (int64_t j = full_blocks * kCols; j < a.kv_len; ++j) row_max = std::max(row_max, row[j]);
+      for (int64_t l = 0; l < L; ++l) row_max = std::max(row_max, mx[r][l]);
+      for (int64_t j = full_cols; j < a.kv_len; ++j) row_max = std::max(row_max, row[j]);
     } else {
       row_max = p.vec->max(row, a.kv_len);
     }
@@ -188,47 +219,58 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   }
 }
 
+// Y columns [d0, d0 + N lanes) of the tile's rows: (E rows . V) / sum, stored for r < rows
+// (E: scores_tile's exponentials; pr[r] its row r, a short tile repeating its last).
+template <typename V, int64_t N>
+OCTET_INLINE void output_block(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, const Workspace& w,
+                               const float* const* pr, const float* sum, int64_t d0) {
+  constexpr int64_t L = kLanes<V>, R = kRows<V>;
+  const AttentionShape& a = *p.a;
+  const int64_t dvp = round_up(a.head_v, kCols);
+  V acc[R][N] = {};
+  for (int64_t j = 0; j < a.kv_len; ++j) {
+    const float* vj = w.vp + j * dvp + d0;
+#pragma GCC unroll 4
+    for (int64_t n = 0; n < N; ++n) {
+      const V v = load<V>(vj + n * L);
+#pragma GCC unroll 8
+      for (int64_t r = 0; r < R; ++r) acc[r][n] += pr[r][j] * v;
+    }
+  }
+  const int64_t width = std::min(N * L, a.head_v - d0);
+  for (int64_t r = 0; r < rows; ++r) {
+    // The softmax's last step, as softmax_row does it: e * (1 / sum).
+    const float inv = 1.0f / sum[r];
+    float* y = p.y + b * a.y_b + (i + r) * a.y_s + h * a.head_v + d0;
+    if (width == N * L) {
+#pragma GCC unroll 4
+      for (int64_t n = 0; n < N; ++n) store<V>(y + n * L, acc[r][n] * inv);
+    } else {
+      float tail[N * L];
+      for (int64_t n = 0; n < N; ++n) store<V>(tail + n * L, acc[r][n] * inv);
+      std::copy(tail, tail + width, y);
+    }
+  }
+}
+
 // Y rows = (E rows . V) / sum for `rows` rows starting at i (E: scores_tile's exponentials).
 template <typename V>
 OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w,
                               const float* s, const float* sum) {
-  constexpr int64_t N = kCols / kLanes<V>, R = kRows<V>;
+  constexpr int64_t L = kLanes<V>, R = kRows<V>, T = kTileCols<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
   const float* pr[R];
   for (int64_t r = 0; r < R; ++r) pr[r] = s + std::min(r, rows - 1) * skp;
-  for (int64_t d0 = 0; d0 < dvp; d0 += kCols) {
-    V acc[R][N] = {};
-    for (int64_t j = 0; j < a.kv_len; ++j) {
-      const float* vj = w.vp + j * dvp + d0;
-#pragma GCC unroll 4
-      for (int64_t n = 0; n < N; ++n) {
-        const V v = load<V>(vj + n * kLanes<V>);
-#pragma GCC unroll 8
-        for (int64_t r = 0; r < R; ++r) acc[r][n] += pr[r][j] * v;
-      }
-    }
-    const int64_t width = std::min(kCols, a.head_v - d0);
-    for (int64_t r = 0; r < rows; ++r) {
-      // The softmax's last step, as softmax_row does it: e * (1 / sum).
-      const float inv = 1.0f / sum[r];
-      float* y = p.y + b * a.y_b + (i + r) * a.y_s + h * a.head_v + d0;
-      if (width == kCols) {
-#pragma GCC unroll 4
-        for (int64_t n = 0; n < N; ++n) store<V>(y + n * kLanes<V>, acc[r][n] * inv);
-      } else {
-        float tail[kCols];
-        for (int64_t n = 0; n < N; ++n) store<V>(tail + n * kLanes<V>, acc[r][n] * inv);
-        std::copy(tail, tail + width, y);
-      }
-    }
-  }
+  int64_t d0 = 0;
+  for (; d0 + T <= dvp; d0 += T) output_block<V, T / L>(p, b, h, i, rows, w, pr, sum, d0);
+  if (d0 < dvp) output_block<V, kCols / L>(p, b, h, i, rows, w, pr, sum, d0);  // T > kCols
 }
 
 // One task: (b, h) and query rows [i0, i1).
 template <typename V>
 OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Workspace& w) {
-  pack_head(p, b, h, w);
+  pack_head<kLanes<V> == 16>(p, b, h, w);
   const int64_t skp = round_up(std::max<int64_t>(p.a->kv_len, 1), kCols);
   for (int64_t i = i0; i < i1; i += kRows<V>) {
     const int64_t rows = std::min(kRows<V>, i1 - i);

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/dnnl_common.h"
 #include "kernels/cpu/dnnl_matmul.h"
+#include "kernels/cpu/weight_pages.h"
 
 namespace octet::dnnl_cpu {
 namespace {
@@ -44,13 +45,16 @@ MatMulState::MatMulState(const Node& node, MatMulSpec spec) : spec_(spec) {
   const dnnl::memory::desc plain = plain_b_desc(k, n, spec_.trans_b);
   const dnnl::memory::desc preferred = pd.weights_desc();
   if (preferred == plain) return;  // the graph's copy is already what oneDNN reads
-  dnnl::memory packed(preferred, engine());
+  // In 2 MiB pages (weight_pages.h): the decode GEMV streams it (dnnl_matmul_gemv.cpp).
+  packed_pages_ = cpu::weight_pages(preferred.get_size());
+  dnnl::memory packed(preferred, engine(), packed_pages_->mutable_data());
   dnnl::memory source = wrap(plain, t->raw());
   dnnl::stream stream(engine());
   dnnl::reorder(source, packed).execute(stream, source, packed);
   stream.wait();
   packed_ = std::move(packed);
   packed_dims_ = {k, n};
+  gemv_k_stride_ = gemv_panel_rows(preferred);
   b_shape_ = t->shape();
 }
 

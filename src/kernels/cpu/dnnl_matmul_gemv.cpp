@@ -15,8 +15,8 @@
 // TTFT, same peak RSS: the graph's copy is still released). gemv_panel_rows() checks the
 // memory descriptor oneDNN chose; any other layout (another oneDNN, another ISA, weight
 // packing off) leaves every shape to oneDNN as before.
-// The packed copy lives in 2 MiB pages (weight_pages.h, MatMulState's constructor): a
-// stream of 4 KiB pages meets a TLB miss and a stopped hardware prefetcher every 4 KiB.
+// A big packed B (the LM head) lives in 2 MiB pages (MatMulState's constructor): a stream
+// of 4 KiB pages meets a TLB miss and a stopped hardware prefetcher every 4 KiB.
 //
 // ISA: AVX-512 only. oneDNN picks BA16a64b only when it runs AVX-512 itself (OCTET_ISA caps
 // it to AVX2 or SSE4.1 in a process of its own, and there B stays plain), so a lower

@@ -19,6 +19,10 @@
 // threads) on first use and cached in the node's state behind a mutex, so a run never
 // pays for creation twice and any number of threads may run one node.
 //
+// Decode: A of at most 4 rows against a constant B that oneDNN packed as 64-column panels
+// runs the AVX-512 GEMV of dnnl_matmul_gemv.cpp on that same packed copy instead of
+// oneDNN's matmul (memory-bound; no OpenMP fork/join), epilogue included.
+//
 // Whatever oneDNN cannot express or would only run with its slow reference implementation
 // (an unusual broadcast, empty tensors, a residual broadcast over batch dims), and any
 // invalid input, goes to the reference kernel of the same op: same results, same errors.
@@ -79,7 +83,9 @@ class MatMulState : public KernelState {
   // [K, N] of the prepacked B.
   const dnnl::memory::dims& packed_dims() const { return packed_dims_; }
   // The prepacked B as f32_gemv.h's panels, when oneDNN chose that layout; else null.
-  const float* gemv_panels() const { return gemv_k_stride_ > 0 ? static_cast<const float*>(packed_->get_data_handle()) : nullptr; }
+  const float* gemv_panels() const {
+    return gemv_k_stride_ > 0 ? static_cast<const float*>(packed_->get_data_handle()) : nullptr;
+  }
   int64_t gemv_k_stride() const { return gemv_k_stride_; }
   // Primitives created so far (one per distinct shape key); for tests and reports.
   int64_t primitives_created() const { return cache_.created(); }
@@ -105,7 +111,7 @@ class MatMulState : public KernelState {
   // B in oneDNN's preferred layout, for the [K, N] it was packed for; null when B is not
   // a 2-D constant or oneDNN prefers the plain layout anyway (then the graph's B is used).
   std::optional<dnnl::memory> packed_;
-  std::shared_ptr<Buffer> packed_pages_;  // packed_'s memory (weight_pages.h)
+  std::shared_ptr<Buffer> packed_pages_;  // packed_'s memory when B is big (huge pages); else oneDNN's
   dnnl::memory::dims packed_dims_;
   int64_t gemv_k_stride_ = 0;  // > 0: packed_ is f32_gemv.h's panels of this many rows
   std::vector<int64_t> b_shape_;  // B as the graph stores it ([N, K] under transB)

@@ -153,6 +153,10 @@ void run_reference(KernelContext& ctx, const MatMulState& state) {
 void matmul_kernel(KernelContext& ctx) {
   const auto& state = ctx.state_as<MatMulState>();
   std::optional<MatMulProblem> p = state.spec().gemm ? gemm_problem(ctx, state) : matmul_problem(ctx, state);
+  if (p && gemv_applies(state, *p)) {  // decode: dnnl_matmul_gemv.cpp
+    Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);
+    return run_gemv(ctx, state, *p, out);
+  }
   std::shared_ptr<const MatMulState::Entry> entry = p ? state.primitive_for(*p, ctx.threads()) : nullptr;
   if (!entry) return run_reference(ctx, state);
   Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);

@@ -19,6 +19,10 @@
 // threads) on first use and cached in the node's state behind a mutex, so a run never
 // pays for creation twice and any number of threads may run one node.
 //
+// Decode: A of at most 4 rows against a constant B that oneDNN packed as 64-column panels
+// runs the AVX-512 GEMV of dnnl_matmul_gemv.cpp on that same packed copy instead of
+// oneDNN's matmul (memory-bound; no OpenMP fork/join), epilogue included.
+//
 // Whatever oneDNN cannot express or would only run with its slow reference implementation
 // (an unusual broadcast, empty tensors, a residual broadcast over batch dims), and any
 // invalid input, goes to the reference kernel of the same op: same results, same errors.
@@ -76,6 +80,13 @@ class MatMulState : public KernelState {
   const std::vector<int64_t>& packed_b_shape() const { return b_shape_; }
   // A plain copy of B in the graph's layout and shape, unpacked from the prepacked one.
   Tensor unpack_b() const;
+  // [K, N] of the prepacked B.
+  const dnnl::memory::dims& packed_dims() const { return packed_dims_; }
+  // The prepacked B as f32_gemv.h's panels, when oneDNN chose that layout; else null.
+  const float* gemv_panels() const {
+    return gemv_k_stride_ > 0 ? static_cast<const float*>(packed_->get_data_handle()) : nullptr;
+  }
+  int64_t gemv_k_stride() const { return gemv_k_stride_; }
   // Primitives created so far (one per distinct shape key); for tests and reports.
   int64_t primitives_created() const { return cache_.created(); }
   // Runs that went to the reference kernel (shapes oneDNN does not take).
@@ -100,12 +111,27 @@ class MatMulState : public KernelState {
   // B in oneDNN's preferred layout, for the [K, N] it was packed for; null when B is not
   // a 2-D constant or oneDNN prefers the plain layout anyway (then the graph's B is used).
   std::optional<dnnl::memory> packed_;
+  std::shared_ptr<Buffer> packed_pages_;  // packed_'s memory when B is big (huge pages); else oneDNN's
   dnnl::memory::dims packed_dims_;
+  int64_t gemv_k_stride_ = 0;  // > 0: packed_ is f32_gemv.h's panels of this many rows
   std::vector<int64_t> b_shape_;  // B as the graph stores it ([N, K] under transB)
 
   PrimitiveCache<Entry> cache_;
   mutable std::atomic<int64_t> reference_runs_{0};
 };
+
+// The float32 decode GEMV (dnnl_matmul_gemv.cpp). gemv_panel_rows: K_pad when `md` is a
+// layout f32_gemv.h reads (64-column panels of contiguous rows), else 0. gemv_applies:
+// whether `p` runs there (few rows of A, a bias or residual it can add, AVX-512 active);
+// run_gemv writes `out` (allocated with p.out_shape).
+int64_t gemv_panel_rows(const dnnl::memory::desc& md);
+// Whether gemv_applies() may say yes: on unless OCTET_F32_GEMV=0 (read once); the setter
+// is for A/B benchmarks (oneDNN against the GEMV in one process) and takes effect on the
+// next run.
+void set_f32_gemv_enabled(bool on);
+bool f32_gemv_enabled();
+bool gemv_applies(const MatMulState& s, const MatMulProblem& p);
+void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, Tensor& out);
 
 // Registers ai.onnx MatMul and Gemm and octet.MatMulBias.
 void register_matmul(KernelRegistry& r);

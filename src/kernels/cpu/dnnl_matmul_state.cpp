@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/dnnl_common.h"
 #include "kernels/cpu/dnnl_matmul.h"
+#include "kernels/cpu/weight_pages.h"
 
 namespace octet::dnnl_cpu {
 namespace {
@@ -14,6 +15,12 @@ using dims = dnnl::memory::dims;
 // layouts for float32 depend on K and N, not M, and a run whose M would want another
 // layout still works: it then reads a plain B (see create() and execute()).
 constexpr int64_t kPackingM = 128;
+
+// Packed B of at least this many bytes goes to huge pages. Measured (bench/cpp/f32_gemv.cpp,
+// the decode GEMV, 2 threads, load 5, 3 interleaved rounds): SmolLM2's LM head (108 MiB)
+// 75-89 GB/s in 2 MiB pages against 69-80 in 4 KiB ones; its 1.3-6.8 MiB layer matrices
+// within noise either way (whose few whole 2 MiB pages hardly shorten the page walks).
+constexpr size_t kHugePagesFrom = size_t{8} << 20;
 
 
 // B's descriptor as the graph stores it: [K, N], or [N, K] read through strides.
@@ -44,13 +51,19 @@ MatMulState::MatMulState(const Node& node, MatMulSpec spec) : spec_(spec) {
   const dnnl::memory::desc plain = plain_b_desc(k, n, spec_.trans_b);
   const dnnl::memory::desc preferred = pd.weights_desc();
   if (preferred == plain) return;  // the graph's copy is already what oneDNN reads
-  dnnl::memory packed(preferred, engine());
+  // A big B in 2 MiB pages of its own (weight_pages_exact: no page past its end resident),
+  // which the decode GEMV streams (dnnl_matmul_gemv.cpp); smaller ones in oneDNN's memory.
+  const size_t bytes = preferred.get_size();
+  if (bytes >= kHugePagesFrom) packed_pages_ = cpu::weight_pages_exact(bytes);
+  dnnl::memory packed = packed_pages_ ? dnnl::memory(preferred, engine(), packed_pages_->mutable_data())
+                                      : dnnl::memory(preferred, engine());
   dnnl::memory source = wrap(plain, t->raw());
   dnnl::stream stream(engine());
   dnnl::reorder(source, packed).execute(stream, source, packed);
   stream.wait();
   packed_ = std::move(packed);
   packed_dims_ = {k, n};
+  gemv_k_stride_ = gemv_panel_rows(preferred);
   b_shape_ = t->shape();
 }
 

@@ -17,8 +17,9 @@ constexpr size_t kOwnRegion = kRegion / 4;    // requests this big get a region 
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-// An anonymous mapping of `size` bytes (a multiple of kHugePage) starting on a 2 MiB
-// boundary: mapped 2 MiB larger, the unaligned head and tail given back.
+// An anonymous mapping of `size` bytes (a multiple of 4 KiB; of kHugePage where regions
+// are shared) starting on a 2 MiB boundary: mapped 2 MiB larger, the unaligned head and
+// tail given back.
 class Region {
  public:
   explicit Region(size_t size) : size_(size) {
@@ -61,6 +62,11 @@ std::shared_ptr<Buffer> weight_pages(size_t bytes) {
   uint8_t* p = current->base() + used;
   used += need;
   return Buffer::borrow_writable(p, bytes, current);
+}
+
+std::shared_ptr<Buffer> weight_pages_exact(size_t bytes) {
+  auto region = std::make_shared<Region>(round_up(std::max<size_t>(bytes, 64), 4096));
+  return Buffer::borrow_writable(region->base(), bytes, region);
 }
 
 }  // namespace octet::cpu

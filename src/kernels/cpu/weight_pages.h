@@ -23,4 +23,12 @@ namespace octet::cpu {
 // Thread-safe. Throws std::bad_alloc when the system has no memory to map.
 std::shared_ptr<Buffer> weight_pages(size_t bytes);
 
+// The same in a mapping of its own, `bytes` rounded up to 4 KiB, whatever the size: only
+// the whole 2 MiB pages inside it become huge pages, the rest stays in 4 KiB pages. Why:
+// weight_pages' shared regions each leave a partly used huge page behind, resident in full
+// (SmolLM2's 120 fp32 layer matrices of 1.3-7 MiB in them: +17 MB peak RSS), and its own
+// regions round up to 2 MiB; here nothing past the buffer's own pages is ever resident.
+// Costs one mapping per buffer: meant for big ones (the fp32 MatMul's prepacked B).
+std::shared_ptr<Buffer> weight_pages_exact(size_t bytes);
+
 }  // namespace octet::cpu

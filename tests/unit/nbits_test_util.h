@@ -1,16 +1,20 @@
 // What the MatMulNBits kernel tests share (cpu_matmul_nbits_test.cpp,
 // cpu_matmul_nbits_packed_test.cpp): a case's shape, weights with zero points at both
-// ends, the one-node graph, and a scope that sets the decode GEMV's activation precision.
+// ends, the one-node graph, a scope that sets the decode GEMV's activation precision, and
+// the check the MatMulNBits fusion tests (pass_fuse_nbits_*_test.cpp) end with.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cpu_test_util.h"
 #include "kernels/cpu/matmul_nbits.h"
+#include "kernels/dispatch/cpu_features.h"
+#include "runtime/session.h"
 #include "quant/block_quant.h"
 
 namespace octet::testing {
@@ -75,5 +79,32 @@ class ActivationsScope {  // the decode GEMV's activation precision for its life
  private:
   cpu::NbitsActivations previous_;
 };
+
+// A rewrite of MatMulNBits nodes changes no number: the rewritten graph gives the original's
+// outputs byte for byte on both decode-GEMV activation precisions, at every ISA level, at 1
+// and 2 threads, and never falls back to a reference kernel (the fusion tests' last check).
+inline void expect_nbits_rewrite_identical(const std::shared_ptr<Graph>& rewritten,
+                                           const std::shared_ptr<Graph>& original, const NamedTensors& in,
+                                           const std::string& label) {
+  for (cpu::NbitsActivations mode : {cpu::NbitsActivations::Auto, cpu::NbitsActivations::Float}) {
+    ActivationsScope scope(mode);
+    for (IsaLevel level : available_isas())
+      for (int threads : {1, 2}) {
+        ScopedIsaLevel scoped(level);
+        SessionOptions o;
+        o.threads = threads;
+        Session got(rewritten, o), want(original, o);
+        EXPECT_EQ(got.reference_ops().size(), 0u) << "the fused node fell back to the reference kernel";
+        const NamedTensors g = got.run(in), w = want.run(in);
+        const std::string where = label + " " + isa_name(level) + " threads " + std::to_string(threads);
+        ASSERT_EQ(g.size(), w.size()) << where;
+        for (size_t i = 0; i < g.size(); ++i) {
+          ASSERT_EQ(g[i].second.shape(), w[i].second.shape()) << where << " " << g[i].first;
+          EXPECT_EQ(std::memcmp(g[i].second.raw(), w[i].second.raw(), w[i].second.bytes()), 0)
+              << where << ": " << g[i].first << " differs";
+        }
+      }
+  }
+}
 
 }  // namespace octet::testing

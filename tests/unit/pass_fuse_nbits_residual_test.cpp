@@ -75,15 +75,6 @@ NamedTensors inputs(const Case& c, const std::shared_ptr<Graph>& g) {
   return {{"a", testing::random_f32({1, c.rows, c.K}, 5, -4, 4)}, {"r", testing::random_f32(rshape, 6, -2, 2)}};
 }
 
-void expect_identical(const NamedTensors& got, const NamedTensors& want, const std::string& label) {
-  ASSERT_EQ(got.size(), want.size()) << label;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].second.shape(), want[i].second.shape()) << label << " " << got[i].first;
-    EXPECT_EQ(std::memcmp(got[i].second.raw(), want[i].second.raw(), want[i].second.bytes()), 0)
-        << label << ": " << got[i].first << " differs";
-  }
-}
-
 TEST(FuseNbitsResidual, BitIdenticalOnEveryPath) {
   for (int bits : {4, 8})
     for (bool symmetric : {true, false})
@@ -104,19 +95,7 @@ TEST(FuseNbitsResidual, BitIdenticalOnEveryPath) {
           ASSERT_EQ(n->inputs().size(), 7u);
           EXPECT_EQ(n->input(6), fused->value("r"));
           const NamedTensors in = inputs(c, original);
-          for (cpu::NbitsActivations mode : {cpu::NbitsActivations::Auto, cpu::NbitsActivations::Float}) {
-            testing::ActivationsScope scope(mode);
-            for (IsaLevel level : available_isas())
-              for (int threads : {1, 2}) {
-                ScopedIsaLevel scoped(level);
-                SessionOptions o;
-                o.threads = threads;
-                Session got(fused, o), want(original, o);
-                EXPECT_EQ(got.reference_ops().size(), 0u) << "the fused node fell back to the reference kernel";
-                expect_identical(got.run(in), want.run(in),
-                                 label + " " + isa_name(level) + " threads " + std::to_string(threads));
-              }
-          }
+          testing::expect_nbits_rewrite_identical(fused, original, in, label);
         }
 }
 

@@ -76,15 +76,6 @@ std::shared_ptr<Graph> make(const Case& c) {
 
 NamedTensors inputs(const Case& c) { return {{"a", testing::random_f32({1, c.rows, c.K}, 5, -4, 4)}}; }
 
-void expect_identical(const NamedTensors& got, const NamedTensors& want, const std::string& label) {
-  ASSERT_EQ(got.size(), want.size()) << label;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].second.shape(), want[i].second.shape()) << label << " " << got[i].first;
-    EXPECT_EQ(std::memcmp(got[i].second.raw(), want[i].second.raw(), want[i].second.bytes()), 0)
-        << label << ": " << got[i].first << " differs";
-  }
-}
-
 void fuse_and_compare(const Case& c, const std::string& label) {
   SCOPED_TRACE(label);
   auto fused = testing::rewrite_and_compare([&] { return make(c); }, passes::fuse_nbits_split(), inputs(c), 0.0);
@@ -96,18 +87,7 @@ void fuse_and_compare(const Case& c, const std::string& label) {
   EXPECT_EQ(n->attr_ints("split"), c.sizes);
   auto original = make(c);
   const NamedTensors in = inputs(c);
-  for (cpu::NbitsActivations mode : {cpu::NbitsActivations::Auto, cpu::NbitsActivations::Float}) {
-    testing::ActivationsScope scope(mode);
-    for (IsaLevel level : available_isas())
-      for (int threads : {1, 2}) {
-        ScopedIsaLevel scoped(level);
-        SessionOptions o;
-        o.threads = threads;
-        Session got(fused, o), want(original, o);
-        EXPECT_EQ(got.reference_ops().size(), 0u) << "the fused node fell back to the reference kernel";
-        expect_identical(got.run(in), want.run(in), std::string(isa_name(level)) + " threads " + std::to_string(threads));
-      }
-  }
+  testing::expect_nbits_rewrite_identical(fused, original, in, label);
 }
 
 TEST(FuseNbitsSplit, PartsBitIdenticalOnEveryPath) {

@@ -5,10 +5,8 @@
 // 1 and 2 threads) and on the reference kernels; the near misses stay as they were.
 #include <gtest/gtest.h>
 
-#include <cstring>
 
 #include "kernels/cpu/matmul_nbits.h"
-#include "kernels/dispatch/cpu_features.h"
 #include "nbits_test_util.h"
 #include "pass_test_util.h"
 #include "quant/block_quant.h"

@@ -6,10 +6,8 @@
 // kernels. Each Split spelling; the near misses stay as they were.
 #include <gtest/gtest.h>
 
-#include <cstring>
 
 #include "kernels/cpu/matmul_nbits.h"
-#include "kernels/dispatch/cpu_features.h"
 #include "nbits_test_util.h"
 #include "pass_test_util.h"
 #include "quant/block_quant.h"

@@ -5,7 +5,6 @@
 // 1 and 2 threads) and on the reference kernels; the near misses stay as they were.
 #include <gtest/gtest.h>
 
-
 #include "kernels/cpu/matmul_nbits.h"
 #include "nbits_test_util.h"
 #include "pass_test_util.h"

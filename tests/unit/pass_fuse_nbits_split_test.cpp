@@ -6,7 +6,6 @@
 // kernels. Each Split spelling; the near misses stay as they were.
 #include <gtest/gtest.h>
 
-
 #include "kernels/cpu/matmul_nbits.h"
 #include "nbits_test_util.h"
 #include "pass_test_util.h"

@@ -39,14 +39,20 @@ void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w) {
       static_cast<uint32_t>(p.head_k) * static_cast<uint32_t>(t.q_lo) * static_cast<uint32_t>(t.ck);
   const int64_t dk64 = p.dk64;
   const float* k = p.k + b * p.k_b + h * p.head_k;
+  // Only a row's first dk4 bytes reach kt8 (the transpose keeps quads below dk4 / 4), so
+  // only they are quantized (zeros from head_k); the rest of the 64-byte row is zeroed
+  // with plain stores, never quantized: with 32-channel heads (MiniLM) a quantized row of
+  // dk64 = 64 was half padding, twice the vector work of the row's 32 values.
   for (int64_t j = 0; j < p.skp; ++j) {
     int8_t* dst = w.k8 + j * dk64;
+    int64_t d = 0;
     if (j < p.kv_len) {
       if (j + kAhead < p.kv_len) prefetch(k + (j + kAhead) * p.k_s, p.head_k);
-      quantize_bytes<false>(k + j * p.k_s, p.head_k, p.kq, t.ck, dst, dk64);
-    } else {
-      for (int64_t d = 0; d < dk64; ++d) dst[d] = 0;
+      quantize_bytes<false>(k + j * p.k_s, p.head_k, p.kq, t.ck, dst, p.dk4);
+      d = p.dk4;
     }
+    for (; d < dk64 && d % 16 != 0; ++d) dst[d] = 0;
+    for (; d < dk64; d += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + d), _mm_setzero_si128());
   }
   // [skp][dk64 / 4] quads -> [dk4 / 4][skp] quads, in 16 x 16 blocks; each key's sum of ks
   // on the way (ones . quads, 16 keys per VPDPBUSD), for kcol.

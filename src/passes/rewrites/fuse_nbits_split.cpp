@@ -69,9 +69,10 @@ std::vector<int64_t> split_sizes(const Node* split, int64_t N) {
 bool run(Graph& g, PassContext& ctx) {
   RemovedNodes removed;
   for (Node* n : g.nodes()) {
+    if (removed.contains(n)) continue;  // freed by an earlier rewrite: not to be read
     const bool nbits = is_nbits(n);
     const int64_t N = nbits ? n->attr_int("N", 0) : float_matmul_columns(n);
-    if (removed.contains(n) || N <= 0) continue;
+    if (N <= 0) continue;
     Node* split = sole_consumer(n->output(0));
     if (!is_op(split, "Split") || split->input(0) != n->output(0) || split->outputs().size() < 2) continue;
     bool outputs_present = true;

@@ -3,15 +3,20 @@
 //   octet.Gelu(X) approximate="none"|"tanh"
 //       ONNX Gelu (opset 20) under a domain any model opset accepts: exporters still
 //       write opset 17, where ai.onnx has no Gelu.
-//   octet.MatMulBias(A, B, bias[, residual]) activation=""|"gelu"|"gelu_tanh"
+//   octet.MatMulBias(A, B[, bias][, residual]) activation=""|"gelu"|"gelu_tanh"
 //       Y = MatMul(A, B) + bias with numpy MatMul semantics; B has rank >= 2 and bias is
 //       1-D [N], N = B's last dim, added along the output's last axis. One op for every
 //       rank, so a Linear layer is one node whether it runs on [M,K] or [batch,seq,K].
+//       The bias may be absent (empty input 2): a bias-free Linear layer with a residual
+//       (a Llama decoder's o_proj and down_proj, fuse_matmul_epilogue).
 //       The epilogue, in this order (each rounds to the output type, as the ops it
 //       replaces do): `activation` "gelu" is ONNX Gelu approximate="none" (erf),
 //       "gelu_tanh" is Gelu approximate="tanh", "" (default) is none; then the optional
 //       `residual` (A's type) is added as ONNX Add, broadcasting into Y's shape without
 //       changing it (fuse_matmul_epilogue writes only residuals of Y's exact shape).
+//       `split` (ints, summing to N; no residual then): one output per part, Y's columns
+//       in order, as ONNX Split of the last axis would give them: a merged q/k/v
+//       projection writing q, k and v itself (fuse_nbits_split).
 //   octet.RMSNormalization(X, scale) axis, epsilon, stash_type
 //       ONNX RMSNormalization (opset 23), for models whose opset predates it.
 //   octet.ApplyRotary(X, cos, sin)
@@ -78,11 +83,33 @@ void infer_matmul_bias(InferContext& ctx) {
   if (act != "" && act != "gelu" && act != "gelu_tanh")
     ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
   if (ctx.num_inputs() > 4) ctx.fail("takes at most 4 inputs (A, B, bias, residual), got ", ctx.num_inputs());
+  const std::vector<int64_t> split = ctx.node().attr_ints("split", {});
+  if (!split.empty() && ctx.has_input(3)) ctx.fail("takes a residual (input 3) or a split attribute, not both");
+  if (split.empty() && ctx.num_outputs() != 1) ctx.fail("has ", ctx.num_outputs(), " outputs but no split attribute");
   infer_like(ctx, "MatMul");
+  if (!split.empty()) {
+    const TensorType y = ctx.node().output(0)->type;
+    std::optional<int64_t> n;
+    if (y.dims && !y.dims->empty()) n = y.dims->back().constant();
+    int64_t total = 0;
+    for (int64_t part : split) {
+      if (part <= 0) ctx.fail("split parts must be positive, got ", part);
+      total += part;
+    }
+    if (n && total != *n) ctx.fail("split parts sum to ", total, ", not N = ", *n);
+    if (split.size() != ctx.num_outputs())
+      ctx.fail("split has ", split.size(), " parts but the node has ", ctx.num_outputs(), " outputs");
+    for (size_t i = 0; i < split.size(); ++i) {
+      std::optional<DimVector> dims = y.dims;
+      if (dims && !dims->empty()) dims->back() = split[i];
+      ctx.set_output(i, y.dtype, dims);
+    }
+  }
   if (ctx.has_input(3)) check_residual(ctx, ctx.node().output(0)->type.dims);
   const auto& b = ctx.input_dims(1);
   if (b && b->size() < 2)
     ctx.fail(describe_input(ctx, 1), " must have rank >= 2 (the bias runs along its last axis)");
+  if (!ctx.has_input(2)) return;  // no bias
   require_same_type(ctx, 0, 2);
   const auto& bias = ctx.input_dims(2);
   if (!bias) return;

@@ -4,6 +4,8 @@
 #include "kernels/cpu/dnnl_matmul.h"
 
 #include <cmath>
+#include <cstring>
+#include <numeric>
 
 #include "kernels/cpu/dnnl_common.h"
 
@@ -150,17 +152,44 @@ void run_reference(KernelContext& ctx, const MatMulState& state) {
   run_reference_kernel(ctx, 1, &b);
 }
 
+// octet.MatMulBias with `split`: the parts, allocated, as run_gemv's destinations.
+std::vector<GemvPart> allocate_parts(KernelContext& ctx, const std::vector<int64_t>& split, std::vector<int64_t> shape) {
+  std::vector<GemvPart> parts;
+  int64_t col0 = 0;
+  for (size_t i = 0; i < split.size(); ++i) {
+    shape.back() = split[i];
+    parts.push_back({ctx.allocate_output_uninitialized(i, DType::Float32, shape).mutable_data<float>(), col0, split[i]});
+    col0 += split[i];
+  }
+  return parts;
+}
+
 void matmul_kernel(KernelContext& ctx) {
   const auto& state = ctx.state_as<MatMulState>();
+  const std::vector<int64_t>& split = state.spec().split;
   std::optional<MatMulProblem> p = state.spec().gemm ? gemm_problem(ctx, state) : matmul_problem(ctx, state);
+  if (p && !split.empty() && p->dst.back() != std::accumulate(split.begin(), split.end(), int64_t{0}))
+    p.reset();  // parts that do not cover N: the reference kernel reports it
   if (p && gemv_applies(state, *p)) {  // decode: dnnl_matmul_gemv.cpp
+    if (!split.empty()) return run_gemv(ctx, state, *p, allocate_parts(ctx, split, p->out_shape));
     Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);
-    return run_gemv(ctx, state, *p, out);
+    return run_gemv(ctx, state, *p, {GemvPart{out.mutable_data<float>(), 0, p->dst.back()}});
   }
   std::shared_ptr<const MatMulState::Entry> entry = p ? state.primitive_for(*p, ctx.threads()) : nullptr;
   if (!entry) return run_reference(ctx, state);
-  Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);
-  state.execute(ctx, *p, *entry, out);
+  if (split.empty()) {
+    Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);
+    return state.execute(ctx, *p, *entry, out);
+  }
+  // Prefill with `split`: oneDNN writes Y whole, its rows then copied into the parts (what
+  // the Split node this replaced did at more than one row).
+  Tensor y(DType::Float32, p->out_shape);
+  state.execute(ctx, *p, *entry, y);
+  const int64_t n = p->dst.back(), rows = y.numel() / n;
+  const float* src = y.data<float>();
+  for (const GemvPart& part : allocate_parts(ctx, split, p->out_shape))
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(part.y + r * part.width, src + r * n + part.col0, static_cast<size_t>(part.width) * sizeof(float));
 }
 
 // ---- session creation: which nodes the kernels take ----
@@ -185,10 +214,11 @@ bool prepare_matmul(const Node& node, std::unique_ptr<KernelState>& state) {
 }
 
 bool prepare_matmul_bias(const Node& node, std::unique_ptr<KernelState>& state) {
-  if (!is_f32(node.input(0)) || !is_f32(node.input(1)) || !is_f32(node.input(2))) return false;
+  if (!is_f32(node.input(0)) || !is_f32(node.input(1))) return false;
+  if (node.input(2) && !is_f32(node.input(2))) return false;
   if (too_many_dims(node.input(0)) || too_many_dims(node.input(1))) return false;
   MatMulSpec spec;
-  spec.bias_input = 2;
+  if (node.input(2)) spec.bias_input = 2;  // absent: a bias-free Linear layer with a residual
   const std::string act = node.attr_string("activation", "");
   if (act == "gelu") spec.activation = Activation::GeluErf;
   else if (act == "gelu_tanh") spec.activation = Activation::GeluTanh;
@@ -197,6 +227,12 @@ bool prepare_matmul_bias(const Node& node, std::unique_ptr<KernelState>& state) 
     if (!is_f32(node.input(3))) return false;
     spec.residual_input = 3;
   }
+  spec.split = node.attr_ints("split", {});
+  if (spec.split.empty() ? node.outputs().size() != 1 : spec.split.size() != node.outputs().size()) return false;
+  for (int64_t part : spec.split)
+    if (part <= 0) return false;  // the reference kernel reports it
+  for (const Value* v : node.outputs())
+    if (!v) return false;  // a part nobody reads: left to the reference kernel
   return make_state(node, spec, state);
 }
 

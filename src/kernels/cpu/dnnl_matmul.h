@@ -8,8 +8,10 @@
 // - Gemm: 2-D A and B, transposes expressed as strides (no copies), alpha as oneDNN's
 //   output scale, C as the bias when alpha = beta = 1 and C is one row, otherwise as an
 //   added tensor (binary post-op) scaled by beta (see MatMulState::attributes).
-// - octet.MatMulBias: the bias is oneDNN's bias, `activation` an eltwise post-op (GeLU
-//   erf/tanh) and `residual` a binary add post-op after it.
+// - octet.MatMulBias: the bias (when present) is oneDNN's bias, `activation` an eltwise
+//   post-op (GeLU erf/tanh) and `residual` a binary add post-op after it; `split` writes
+//   Y's columns as several outputs (the decode GEMV stores each panel in its part; oneDNN
+//   writes a whole Y that is then copied out).
 //
 // A constant B (an initializer that is not an overridable graph input) is reordered once,
 // at session creation, into the layout oneDNN prefers for it. The state then owns B
@@ -52,6 +54,8 @@ struct MatMulSpec {
   int residual_input = -1;  // octet.MatMulBias: added after the activation
   int c_input = -1;         // Gemm: C, broadcast to [M, N]
   Activation activation = Activation::None;
+  // octet.MatMulBias `split`: Y's columns written as these parts, one output each (empty: one Y).
+  std::vector<int64_t> split;
 };
 
 // One product as oneDNN sees it: descriptors' dims of equal rank, and the ONNX output shape.
@@ -131,7 +135,13 @@ int64_t gemv_panel_rows(const dnnl::memory::desc& md);
 void set_f32_gemv_enabled(bool on);
 bool f32_gemv_enabled();
 bool gemv_applies(const MatMulState& s, const MatMulProblem& p);
-void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, Tensor& out);
+// The columns [col0, col0 + width) of Y, row-major [rows, width] at y: the whole Y, or one
+// part of octet.MatMulBias' `split`. Sorted by col0, covering Y's columns.
+struct GemvPart {
+  float* y = nullptr;
+  int64_t col0 = 0, width = 0;
+};
+void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, const std::vector<GemvPart>& parts);
 
 // Registers ai.onnx MatMul and Gemm and octet.MatMulBias.
 void register_matmul(KernelRegistry& r);

@@ -21,6 +21,7 @@
 // ISA: AVX-512 only. oneDNN picks BA16a64b only when it runs AVX-512 itself (OCTET_ISA caps
 // it to AVX2 or SSE4.1 in a process of its own, and there B stays plain), so a lower
 // octet level (ScopedIsaLevel) runs oneDNN on the packed B as it did before.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -81,31 +82,51 @@ bool gemv_applies(const MatMulState& s, const MatMulProblem& p) {
   return true;
 }
 
-void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, Tensor& out) {
+void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, const std::vector<GemvPart>& parts) {
   const int64_t m = p.src[0], k = p.wei[0], n = p.wei[1];
   cpu::F32GemvArgs g;
-  g.b = s.gemv_panels(), g.k_stride = s.gemv_k_stride(), g.K = k, g.N = n, g.rows = m;
+  g.k_stride = s.gemv_k_stride(), g.K = k, g.rows = m;
   g.a = ctx.input(0).data<float>(), g.lda = k;
-  g.y = out.mutable_data<float>(), g.ldy = n;
   const float* bias = p.bias.empty() ? nullptr : ctx.input(p.bias_from).data<float>();
   const float* addend = p.addend.empty() ? nullptr : ctx.input(p.addend_from).data<float>();
   const int64_t addend_ld = !addend || p.addend[0] == 1 ? 0 : n;
   const Activation act = s.spec().activation;
+  constexpr int W = cpu::kF32GemvPanel;
+  // One panel at a time: columns [n0, n0 + cols) of Y, written where they belong (straight
+  // into the part that holds them, or through a stack tile when a panel straddles two
+  // parts), then the epilogue in oneDNN's order (MatMulState::attributes): bias,
+  // activation, residual, while the columns are in cache.
   auto run = [&](int64_t p0, int64_t p1) {
-    cpu::f32_gemv_avx512(g, p0, p1);
-    if (!bias && !addend && act == Activation::None) return;
-    // The epilogue in oneDNN's order (MatMulState::attributes): bias, activation, residual,
-    // on the columns just computed, while they are in cache.
-    const int64_t n0 = p0 * cpu::kF32GemvPanel, cols = std::min(n, p1 * cpu::kF32GemvPanel) - n0;
-    for (int64_t r = 0; r < m; ++r) {
-      float* y = g.y + r * n + n0;
-      if (bias) cpu::add_bias(y, bias + n0, y, cols);
-      if (act != Activation::None) cpu::gelu(y, y, cols, act == Activation::GeluTanh);
-      if (addend) cpu::add_bias(y, addend + r * addend_ld + n0, y, cols);
+    alignas(64) float tile[cpu::kF32GemvMaxRows * W];
+    size_t part = 0;
+    for (int64_t q = p0; q < p1; ++q) {
+      const int64_t n0 = q * W, cols = std::min<int64_t>(n - n0, W);
+      while (parts[part].col0 + parts[part].width <= n0) ++part;
+      const GemvPart& dst = parts[part];
+      const bool direct = n0 + cols <= dst.col0 + dst.width;
+      cpu::F32GemvArgs one = g;
+      one.b = s.gemv_panels() + q * g.k_stride * W;
+      one.N = cols;
+      one.y = direct ? dst.y + (n0 - dst.col0) : tile;
+      one.ldy = direct ? dst.width : W;
+      cpu::f32_gemv_avx512(one, 0, 1);
+      for (int64_t r = 0; r < m; ++r) {
+        float* y = one.y + r * one.ldy;
+        if (bias) cpu::add_bias(y, bias + n0, y, cols);
+        if (act != Activation::None) cpu::gelu(y, y, cols, act == Activation::GeluTanh);
+        if (addend) cpu::add_bias(y, addend + r * addend_ld + n0, y, cols);
+      }
+      if (direct) continue;
+      for (size_t i = part; i < parts.size() && parts[i].col0 < n0 + cols; ++i) {
+        const int64_t c0 = std::max(parts[i].col0, n0), c1 = std::min(parts[i].col0 + parts[i].width, n0 + cols);
+        for (int64_t r = 0; r < m; ++r)
+          std::memcpy(parts[i].y + r * parts[i].width + (c0 - parts[i].col0), tile + r * W + (c0 - n0),
+                      static_cast<size_t>(c1 - c0) * sizeof(float));
+      }
     }
   };
-  const int64_t panels = (n + cpu::kF32GemvPanel - 1) / cpu::kF32GemvPanel;
-  const int64_t panel_bytes = k * cpu::kF32GemvPanel * static_cast<int64_t>(sizeof(float));
+  const int64_t panels = (n + W - 1) / W;
+  const int64_t panel_bytes = k * W * static_cast<int64_t>(sizeof(float));
   const int threads = panels * panel_bytes < kShareMinBytes ? 1 : ctx.threads();
   cpu::share_work(threads, panels, (kShareBytes + panel_bytes - 1) / panel_bytes, run);
 }

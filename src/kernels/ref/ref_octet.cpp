@@ -3,7 +3,7 @@
 // Each one runs the ai.onnx reference kernels it replaces, in the same order and with the
 // same roundings, so the oracle for a fused op is the unfused graph by construction:
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
-// residual, when its epilogue has them), octet.Gelu to ONNX Gelu, octet.RMSNormalization
+// residual, when its epilogue has them; then Split of the last axis, with `split`), octet.Gelu to ONNX Gelu, octet.RMSNormalization
 // to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
 // Add, octet.MatMulNBits to com.microsoft.MatMulNBits and Add or Split, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
 #include <algorithm>
@@ -107,6 +107,24 @@ void apply_rotary_kernel(KernelContext& ctx) {
 
 // com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6), or Y's
 // columns cut into the `split` parts.
+// Y's last axis as the parts `split` names, one output each (ONNX Split of the last axis).
+void set_split_outputs(KernelContext& ctx, const Tensor& y, const std::vector<int64_t>& split) {
+  const int64_t N = y.shape().back(), rows = y.numel() / std::max<int64_t>(N, 1), size = dtype_bits(y.dtype()) / 8;
+  int64_t start = 0;
+  for (size_t i = 0; i < split.size(); ++i) {
+    if (split[i] <= 0 || start + split[i] > N) ctx.fail("split parts must be positive and sum to N = ", N);
+    std::vector<int64_t> shape = y.shape();
+    shape.back() = split[i];
+    Tensor part(y.dtype(), shape);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(part.mutable_raw() + r * split[i] * size, y.raw() + (r * N + start) * size,
+                  static_cast<size_t>(split[i] * size));
+    ctx.set_output(i, std::move(part));
+    start += split[i];
+  }
+  if (start != N) ctx.fail("split parts sum to ", start, ", not N = ", N);
+}
+
 void matmul_nbits_octet_kernel(KernelContext& ctx) {
   KernelFn nbits = KernelRegistry::reference().find("com.microsoft", "MatMulNBits");
   OCTET_ASSERT(nbits, "no reference kernel for com.microsoft MatMulNBits");
@@ -125,20 +143,7 @@ void matmul_nbits_octet_kernel(KernelContext& ctx) {
       ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
     return ctx.set_output(0, std::move(sum));
   }
-  const int64_t N = y.shape().back(), rows = y.numel() / std::max<int64_t>(N, 1), size = dtype_bits(y.dtype()) / 8;
-  int64_t start = 0;
-  for (size_t i = 0; i < split.size(); ++i) {
-    if (split[i] <= 0 || start + split[i] > N) ctx.fail("split parts must be positive and sum to N = ", N);
-    std::vector<int64_t> shape = y.shape();
-    shape.back() = split[i];
-    Tensor part(y.dtype(), shape);
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(part.mutable_raw() + r * split[i] * size, y.raw() + (r * N + start) * size,
-                  static_cast<size_t>(split[i] * size));
-    ctx.set_output(i, std::move(part));
-    start += split[i];
-  }
-  if (start != N) ctx.fail("split parts sum to ", start, ", not N = ", N);
+  set_split_outputs(ctx, y, split);
 }
 
 // (G * Sigmoid(G)) * U by the ai.onnx kernels, G and U the halves of X's last axis where
@@ -174,22 +179,22 @@ void swiglu_kernel(KernelContext& ctx) {
 void matmul_bias_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  const Tensor& bias = ctx.input(2);
+  const Tensor* bias = ctx.optional_input(2);  // absent: a bias-free Linear layer
   if (b.rank() < 2) ctx.fail("B ", b.describe(), " must have rank >= 2");
   const int64_t n = b.shape().back();
-  if (bias.rank() != 1 || bias.shape()[0] != n)
-    ctx.fail("bias ", bias.describe(), " must be 1-D with N = ", n, " elements");
-  if (bias.dtype() != a.dtype()) ctx.fail("bias is ", bias.describe(), " but A is ", a.describe());
+  if (bias && (bias->rank() != 1 || bias->shape()[0] != n))
+    ctx.fail("bias ", bias->describe(), " must be 1-D with N = ", n, " elements");
+  if (bias && bias->dtype() != a.dtype()) ctx.fail("bias is ", bias->describe(), " but A is ", a.describe());
   const std::string act = ctx.node().attr_string("activation", "");
   if (act != "" && act != "gelu" && act != "gelu_tanh")
     ctx.fail("activation must be \"\", \"gelu\" or \"gelu_tanh\", got \"", act, "\"");
   const Tensor* residual = ctx.optional_input(3);
 
   Tensor y = ref::run_onnx_kernel("MatMul", ctx.node(), {&a, &b});
-  ref::dispatch<ref::FloatTypes>(ctx, a.dtype(), "A", [&](auto tag) {
+  if (bias) ref::dispatch<ref::FloatTypes>(ctx, a.dtype(), "A", [&](auto tag) {
     using S = typename decltype(tag)::type;
     S* out = ref::data_as<S>(y);
-    const S* pb = ref::data_as<S>(bias);
+    const S* pb = ref::data_as<S>(*bias);
     const int64_t count = y.numel();
     for (int64_t i = 0; i < count; ++i)
       out[i] = ref::store<S>(ref::load(out[i]) + ref::load(pb[i % n]));
@@ -202,7 +207,10 @@ void matmul_bias_kernel(KernelContext& ctx) {
       ctx.fail("residual ", residual->describe(), " does not broadcast into the output ", y.describe());
     y = std::move(sum);
   }
-  ctx.set_output(0, std::move(y));
+  const std::vector<int64_t> split = ctx.node().attr_ints("split", {});
+  if (split.empty()) return ctx.set_output(0, std::move(y));
+  if (residual) ctx.fail("takes a residual or a split attribute, not both");
+  set_split_outputs(ctx, y, split);
 }
 
 }  // namespace

@@ -7,6 +7,11 @@
 // connection after the attention output and the MLP down projections: at decode two Add
 // kernel calls per layer. Left alone where A is also read by another MatMulNBits, a
 // sibling merge_sibling_matmuls (later) would merge it with.
+// ai.onnx MatMul(A, W) -> Add(., residual) -> octet.MatMulBias(A, W, <no bias>, residual):
+// the same skip connections in a float decoder whose Linear layers have no bias (Llama
+// family), for W a constant 2-D weight (a Linear layer; the fp32 decode GEMV adds the
+// residual to its panels, dnnl_matmul_gemv.cpp; prefill gets oneDNN's add post-op). Left
+// alone where another such MatMul reads A (merge_sibling_matmuls' candidate).
 //
 // Why: the FFN of every BERT/GPT-2/ViT block is Linear -> GeLU, and each block's output
 // projection is Linear -> Add(skip connection). Folded into the MatMulBias, the optimized
@@ -29,9 +34,24 @@
 namespace octet::passes {
 namespace {
 
+// ai.onnx MatMul(A, W) with W a constant 2-D float weight of A's type: a bias-free Linear layer.
+bool is_linear_matmul(const Node* n) {
+  if (!is_op(n, "MatMul") || n->inputs().size() != 2 || !n->input(0) || !n->input(0)->type.known()) return false;
+  const Tensor* w = constant_value(n->input(1));
+  return w && w->rank() == 2 && dtype_is_float(w->dtype()) && w->dtype() == n->input(0)->type.dtype;
+}
+
+// True when another such MatMul reads A too (merge_sibling_matmuls would merge the two).
+bool has_matmul_sibling(const Node* n) {
+  for (const Use& u : n->input(0)->uses())
+    if (u.node != n && is_linear_matmul(u.node)) return true;
+  return false;
+}
+
 // The input slot of the residual for the fused matmuls that have an epilogue; -1 otherwise.
 int residual_slot(const Node* n) {
   if (n && n->op_type() == "MatMulNBits" && (n->domain() == "com.microsoft" || n->domain() == "octet")) return 6;
+  if (is_linear_matmul(n)) return 3;  // becomes octet.MatMulBias without a bias
   if (!n || n->domain() != "octet") return -1;
   if (n->op_type() == "MatMulBias") return 3;
   if (n->op_type() == "QMatMul") return 7;
@@ -71,8 +91,10 @@ bool match(Node* mmb, Match& m) {
   const size_t slot = static_cast<size_t>(residual_slot(mmb));
   const bool has_residual = mmb->inputs().size() > slot && mmb->input(slot) != nullptr;
   if (is_nbits(mmb) && (has_nbits_sibling(mmb) || mmb->inputs().size() > slot)) return false;
+  const bool plain = is_linear_matmul(mmb);
+  if (plain && has_matmul_sibling(mmb)) return false;
   if (is_gelu(next)) {
-    if (is_nbits(mmb)) return false;
+    if (is_nbits(mmb) || plain) return false;
     if (!act.empty() || has_residual) return false;
     const std::string approx = next->attr_string("approximate", "none");
     if (approx != "none" && approx != "tanh") return false;
@@ -94,6 +116,7 @@ bool match(Node* mmb, Match& m) {
 bool apply(Graph& g, PassContext& ctx, const Match& m) {
   GraphPatch patch = make_patch(g);
   const size_t slot = static_cast<size_t>(residual_slot(m.mmb));
+  const bool plain = is_linear_matmul(m.mmb);
   std::vector<Value*> inputs = m.mmb->inputs();
   if (m.residual) {
     inputs.resize(std::max(inputs.size(), slot + 1), nullptr);
@@ -103,13 +126,14 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   for (const Attribute& a : m.mmb->attributes())
     if (a.name != "activation") attrs.push_back(a);
   if (!m.activation.empty()) attrs.push_back(Attribute::make_string("activation", m.activation));
-  Node* fused = patch.add_node(m.mmb->op_type(), inputs, 1, std::move(attrs), "octet",
+  const std::string op = "octet." + (plain ? std::string("MatMulBias") : m.mmb->op_type());
+  Node* fused = patch.add_node(op.substr(6), inputs, 1, std::move(attrs), "octet",
                                m.mmb->name() + (m.residual ? "_residual" : "_gelu"));
   patch.replace_uses(m.consumer->output(0), fused->output(0));
   patch.remove_node(m.mmb);
   patch.remove_node(m.consumer);
-  const std::string op = "octet." + m.mmb->op_type();  // the patch frees m.mmb
   if (!ctx.apply(patch)) return false;
+  if (plain) import_octet_domain(g);
   ctx.count(m.residual ? op + "+residual" : op + "+" + m.activation);
   return true;
 }

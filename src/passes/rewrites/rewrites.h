@@ -36,7 +36,7 @@ Pass fuse_qmatmul_output_quantize();  // QMatMul read only by static QMatMuls ->
 Pass fuse_qmatmul_layer_norm();  // QMatMul -> LayerNormQuantize (per row) of its output -> the QMatMul's epilogue
 Pass fuse_matmul_epilogue();  // octet.MatMulBias + Gelu / + Add(same-shape residual) -> its activation/residual
 Pass fuse_swiglu();  // (g * Sigmoid(g)) * u [g, u halves of one Split]        -> octet.SwiGLU
-Pass fuse_nbits_split();  // MatMulNBits -> Split(last axis)                      -> octet.MatMulNBits writing the parts
+Pass fuse_nbits_split();  // MatMulNBits or float MatMul -> Split(last axis)       -> octet.MatMulNBits/MatMulBias writing the parts
 Pass merge_sibling_matmuls();  // MatMulNBits / constant-weight MatMuls of one input     -> one product + Split
 Pass transpose_to_reshape();
 Pass eliminate_common_subexpressions();  // a node repeating an earlier one (same op, attributes, inputs) -> its outputs  // Transpose moving only size-1 axes                  -> Reshape (a view)

@@ -253,8 +253,8 @@ class Session {
   // integers, not a map of names, at every run.
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const RunPlan>> plans_;
   mutable std::deque<std::vector<int64_t>> plan_order_;  // plans_' keys, oldest first (eviction)
-  mutable std::shared_ptr<const RunPlan> last_plan_;
-  mutable std::map<std::vector<int>, std::shared_ptr<const std::vector<char>>> unneeded_;  // made last by plan_for: a layout donor
+  mutable std::shared_ptr<const RunPlan> last_plan_;  // made last by plan_for: a layout donor
+  mutable std::map<std::vector<int>, std::shared_ptr<const std::vector<char>>> unneeded_;  // unneeded_steps' cache
   mutable ArenaPool arenas_;
 };
 

@@ -127,7 +127,7 @@ class MatMulState : public KernelState {
 // The float32 decode GEMV (dnnl_matmul_gemv.cpp). gemv_panel_rows: K_pad when `md` is a
 // layout f32_gemv.h reads (64-column panels of contiguous rows), else 0. gemv_applies:
 // whether `p` runs there (few rows of A, a bias or residual it can add, AVX-512 active);
-// run_gemv writes `out` (allocated with p.out_shape).
+// run_gemv writes Y's columns into `parts` (the outputs, allocated by the caller).
 int64_t gemv_panel_rows(const dnnl::memory::desc& md);
 // Whether gemv_applies() may say yes: on unless OCTET_F32_GEMV=0 (read once); the setter
 // is for A/B benchmarks (oneDNN against the GEMV in one process) and takes effect on the

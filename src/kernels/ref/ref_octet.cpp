@@ -3,9 +3,11 @@
 // Each one runs the ai.onnx reference kernels it replaces, in the same order and with the
 // same roundings, so the oracle for a fused op is the unfused graph by construction:
 // octet.MatMulBias is bit-identical to MatMul followed by Add (then Gelu, then Add of the
-// residual, when its epilogue has them; then Split of the last axis, with `split`), octet.Gelu to ONNX Gelu, octet.RMSNormalization
-// to ONNX RMSNormalization, octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul,
-// Add, octet.MatMulNBits to com.microsoft.MatMulNBits and Add or Split, octet.SwiGLU to Split (one input), Sigmoid, Mul, Mul. Optimized kernels are tested against these.
+// residual, when its epilogue has them; then Split of the last axis, with `split`),
+// octet.Gelu to ONNX Gelu, octet.RMSNormalization to ONNX RMSNormalization,
+// octet.ApplyRotary to its Slice, Slice, Neg, Concat, Mul, Mul, Add, octet.MatMulNBits to
+// com.microsoft.MatMulNBits and Add or Split, octet.SwiGLU to Split (one input), Sigmoid,
+// Mul, Mul. Optimized kernels are tested against these.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -105,8 +107,6 @@ void apply_rotary_kernel(KernelContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
-// com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6), or Y's
-// columns cut into the `split` parts.
 // Y's last axis as the parts `split` names, one output each (ONNX Split of the last axis).
 void set_split_outputs(KernelContext& ctx, const Tensor& y, const std::vector<int64_t>& split) {
   const int64_t N = y.shape().back(), rows = y.numel() / std::max<int64_t>(N, 1), size = dtype_bits(y.dtype()) / 8;
@@ -125,6 +125,8 @@ void set_split_outputs(KernelContext& ctx, const Tensor& y, const std::vector<in
   if (start != N) ctx.fail("split parts sum to ", start, ", not N = ", N);
 }
 
+// com.microsoft.MatMulNBits on inputs 0-5, then Add of the residual (input 6), or Y's
+// columns cut into the `split` parts.
 void matmul_nbits_octet_kernel(KernelContext& ctx) {
   KernelFn nbits = KernelRegistry::reference().find("com.microsoft", "MatMulNBits");
   OCTET_ASSERT(nbits, "no reference kernel for com.microsoft MatMulNBits");

@@ -41,13 +41,6 @@ bool is_linear_matmul(const Node* n) {
   return w && w->rank() == 2 && dtype_is_float(w->dtype()) && w->dtype() == n->input(0)->type.dtype;
 }
 
-// True when another such MatMul reads A too (merge_sibling_matmuls would merge the two).
-bool has_matmul_sibling(const Node* n) {
-  for (const Use& u : n->input(0)->uses())
-    if (u.node != n && is_linear_matmul(u.node)) return true;
-  return false;
-}
-
 // The input slot of the residual for the fused matmuls that have an epilogue; -1 otherwise.
 int residual_slot(const Node* n) {
   if (n && n->op_type() == "MatMulNBits" && (n->domain() == "com.microsoft" || n->domain() == "octet")) return 6;
@@ -63,13 +56,15 @@ bool is_gelu(const Node* n) {
 }
 
 bool is_nbits(const Node* n) { return n->op_type() == "MatMulNBits"; }
+bool is_com_nbits(const Node* n) { return n->domain() == "com.microsoft" && is_nbits(n); }
 
-// True when another com.microsoft.MatMulNBits reads A too (a merge candidate).
-bool has_nbits_sibling(const Node* n) {
+// True when another reader of n's A is of the same kind (`same_kind`): merge_sibling_matmuls
+// (later) makes such siblings one product, so their epilogues stay apart until then.
+bool has_sibling(const Node* n, bool (*same_kind)(const Node*)) {
   const Value* a = n->input(0);
   if (!a) return false;
   for (const Use& u : a->uses())
-    if (u.node != n && u.node->domain() == "com.microsoft" && u.node->op_type() == "MatMulNBits") return true;
+    if (u.node != n && same_kind(u.node)) return true;
   return false;
 }
 
@@ -90,9 +85,9 @@ bool match(Node* mmb, Match& m) {
   const std::string act = mmb->attr_string("activation", "");
   const size_t slot = static_cast<size_t>(residual_slot(mmb));
   const bool has_residual = mmb->inputs().size() > slot && mmb->input(slot) != nullptr;
-  if (is_nbits(mmb) && (has_nbits_sibling(mmb) || mmb->inputs().size() > slot)) return false;
+  if (is_nbits(mmb) && (has_sibling(mmb, is_com_nbits) || mmb->inputs().size() > slot)) return false;
   const bool plain = is_linear_matmul(mmb);
-  if (plain && has_matmul_sibling(mmb)) return false;
+  if (plain && has_sibling(mmb, is_linear_matmul)) return false;
   if (is_gelu(next)) {
     if (is_nbits(mmb) || plain) return false;
     if (!act.empty() || has_residual) return false;
@@ -126,14 +121,15 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   for (const Attribute& a : m.mmb->attributes())
     if (a.name != "activation") attrs.push_back(a);
   if (!m.activation.empty()) attrs.push_back(Attribute::make_string("activation", m.activation));
-  const std::string op = "octet." + (plain ? std::string("MatMulBias") : m.mmb->op_type());
-  Node* fused = patch.add_node(op.substr(6), inputs, 1, std::move(attrs), "octet",
+  const std::string op_type = plain ? "MatMulBias" : m.mmb->op_type();  // (the patch frees m.mmb)
+  Node* fused = patch.add_node(op_type, inputs, 1, std::move(attrs), "octet",
                                m.mmb->name() + (m.residual ? "_residual" : "_gelu"));
   patch.replace_uses(m.consumer->output(0), fused->output(0));
   patch.remove_node(m.mmb);
   patch.remove_node(m.consumer);
   if (!ctx.apply(patch)) return false;
   if (plain) import_octet_domain(g);
+  const std::string op = "octet." + op_type;
   ctx.count(m.residual ? op + "+residual" : op + "+" + m.activation);
   return true;
 }

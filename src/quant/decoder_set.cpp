@@ -1,7 +1,5 @@
 #include "quant/decoder_set.h"
 
-#include <algorithm>
-#include <cmath>
 #include <sstream>
 
 #include "generate/portable_runner.h"
@@ -82,9 +80,7 @@ DecoderSetReport quantize_decoder_set(const DecoderSetJob& job) {
     fp32 = std::make_unique<generate::PortableRunner>(
         generate::load_session(onnx_file(job.folder, kLater).string(), options), first);
     report.prompts = prompts->size();
-    const size_t n = prompts->size();
-    const size_t held = n >= 5 ? std::max<size_t>(1, static_cast<size_t>(std::round(job.holdout * double(n)))) : 0;
-    calibrate = n - held;
+    calibrate = split_holdout(prompts->size(), job.holdout).first.size();  // the held-out share after them
     fs::create_directories(samples_dir / kFirst);
     fs::create_directories(samples_dir / kLater);
     const ProgressFn progress = job.progress ? stderr_progress("decode steps (calibration)") : ProgressFn{};
@@ -187,7 +183,7 @@ std::string DecoderSetReport::to_text() const {
     if (has_merged) s << ", merged " << merged_agreeing << "/" << tokens;
     s << "\n";
   } else if (prompts) {
-    s << "no fidelity check: fewer than 5 prompts, all used for calibration\n";
+    s << "no fidelity check: no prompt held out (fewer than 5, or --holdout 0), all used for calibration\n";
   }
   return s.str();
 }

@@ -9,9 +9,10 @@
 // when generating. Here each file is calibrated on the steps it really runs: every prompt
 // sample goes through the float decoder_model, then `max_new_tokens` greedy steps through
 // the float decoder_with_past_model on the cache, and each step's inputs become a
-// calibration sample of the file that ran it. The held-out share of the prompts is left
-// out of calibration and decoded greedily by the float split files, the quantized split
-// files and the quantized merged file: token agreement is the report's fidelity.
+// calibration sample of the file that ran it. The held-out share of the prompts
+// (split_holdout: the last --holdout share of 5 or more) is left out of calibration and
+// decoded greedily by the float split files, the quantized split files and the quantized
+// merged file: token agreement is the report's fidelity.
 //
 // The merged file is written from the two quantized files (merged_decoder.h); weights the
 // two quantized identically (RTN, or a unified int8 copy) are stored once.

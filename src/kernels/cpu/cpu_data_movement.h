@@ -35,4 +35,10 @@ constexpr int64_t kMoveParallelMinElements = 64 * 1024;
 void copy_strided(const KernelContext& ctx, uint8_t* dst, const uint8_t* src, size_t esize,
                   const ref_shape::StridedView& view);
 
+// dst [rows, width] = columns [col0, col0 + width) of the row-major float32 src [rows, n],
+// by copy_strided: a product's Y cut into the parts of the Split it absorbed (octet.MatMulNBits
+// and octet.MatMulBias with `split`, where their GEMV cannot write the parts directly).
+void copy_columns(const KernelContext& ctx, const float* src, int64_t rows, int64_t n, int64_t col0, int64_t width,
+                  float* dst);
+
 }  // namespace octet::cpu

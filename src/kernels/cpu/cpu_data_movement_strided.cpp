@@ -237,4 +237,13 @@ void copy_strided(const KernelContext& ctx, uint8_t* dst, const uint8_t* src, si
   });
 }
 
+void copy_columns(const KernelContext& ctx, const float* src, int64_t rows, int64_t n, int64_t col0, int64_t width,
+                  float* dst) {
+  ref_shape::StridedView view;
+  view.shape = {rows, width};
+  view.strides = {n, 1};
+  view.base = col0;
+  copy_strided(ctx, reinterpret_cast<uint8_t*>(dst), reinterpret_cast<const uint8_t*>(src), sizeof(float), view);
+}
+
 }  // namespace octet::cpu

@@ -4,9 +4,9 @@
 #include "kernels/cpu/dnnl_matmul.h"
 
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
+#include "kernels/cpu/cpu_data_movement.h"
 #include "kernels/cpu/dnnl_common.h"
 
 namespace octet::dnnl_cpu {
@@ -186,10 +186,8 @@ void matmul_kernel(KernelContext& ctx) {
   Tensor y(DType::Float32, p->out_shape);
   state.execute(ctx, *p, *entry, y);
   const int64_t n = p->dst.back(), rows = y.numel() / n;
-  const float* src = y.data<float>();
   for (const GemvPart& part : allocate_parts(ctx, split, p->out_shape))
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(part.y + r * part.width, src + r * n + part.col0, static_cast<size_t>(part.width) * sizeof(float));
+    cpu::copy_columns(ctx, y.data<float>(), rows, n, part.col0, part.width, part.y);
 }
 
 // ---- session creation: which nodes the kernels take ----

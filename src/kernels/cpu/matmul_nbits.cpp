@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/sizes.h"
+#include "kernels/cpu/cpu_data_movement.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/matmul_nbits.h"
 #include "kernels/cpu/dnnl_common.h"
@@ -432,9 +433,7 @@ void run_split(KernelContext& ctx, const NbitsState& s, const float* a, int64_t 
   if (rows <= kNbitsMaxRows) run_gemv(ctx, s, a, rows, y.data());
   else run_gemm(ctx, s, a, rows, y.data());
   for (size_t i = 0; i < count; ++i)
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(parts[i].y + r * (parts[i].n1 - parts[i].n0), y.data() + r * s.N + parts[i].n0,
-                  static_cast<size_t>(parts[i].n1 - parts[i].n0) * sizeof(float));
+    copy_columns(ctx, y.data(), rows, s.N, parts[i].n0, parts[i].n1 - parts[i].n0, parts[i].y);
 }
 
 void matmul_nbits_kernel(KernelContext& ctx) {

@@ -79,6 +79,34 @@ Value* other_input(const Node* n, const Value* one) {
   return nullptr;
 }
 
+std::vector<int64_t> last_axis_split_sizes(const Node* split, std::optional<int64_t> n) {
+  const Value* x = split->input(0);
+  if (!x || !x->type.known() || !x->type.dims || x->type.dims->empty()) return {};
+  const int64_t rank = static_cast<int64_t>(x->type.dims->size());
+  int64_t axis = split->attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1) return {};
+  const int64_t parts = static_cast<int64_t>(split->outputs().size());
+  std::vector<int64_t> sizes;
+  if (split->inputs().size() > 1 && split->input(1)) {
+    const Tensor* t = constant_value(split->input(1));
+    if (!t || t->dtype() != DType::Int64 || t->numel() != parts) return {};
+    sizes.assign(t->data<int64_t>(), t->data<int64_t>() + parts);
+  } else if (split->has_attr("split")) {
+    sizes = split->attr_ints("split");
+  } else if (n && parts > 0 && *n % parts == 0) {
+    sizes.assign(static_cast<size_t>(parts), *n / parts);
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts) return {};
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s <= 0) return {};
+    total += s;
+  }
+  if (n && total != *n) return {};
+  return sizes;
+}
+
 std::optional<int64_t> trailing_reduce_axis(const Node* reduce) {
   if (!reduce || reduce->attr_int("keepdims", 1) != 1) return std::nullopt;
   const Value* x = reduce->input(0);

@@ -63,6 +63,12 @@ bool read_by_subgraph(const Value* v);
 // `one`. Mul/Add are commutative, so matchers look at both orders this way.
 Value* other_input(const Node* n, const Value* one);
 
+// The part sizes of a Split of its input's last axis (known rank): its constant int64
+// `split` input, its `split` attribute (before opset 13), or else equal parts of a known
+// last dim `n` (opset 18's num_outputs; n divisible by the outputs' count). With `n` known,
+// the parts must sum to it. Empty for another axis, unknown sizes or non-positive parts.
+std::vector<int64_t> last_axis_split_sizes(const Node* split, std::optional<int64_t> n);
+
 // For a ReduceMean with keepdims=1 over the trailing axes [k, rank) of a rank-known
 // input: k. nullopt for any other reduction (a middle axis, keepdims=0, unknown axes).
 std::optional<int64_t> trailing_reduce_axis(const Node* reduce);

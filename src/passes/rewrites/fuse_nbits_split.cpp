@@ -19,8 +19,6 @@
 // the `split` attribute (before opset 13), or equal parts of a known N (opset 18's
 // num_outputs, N divisible). Runs in the finishing stage after fuse_swiglu, which takes
 // a gate/up Split whole.
-#include <numeric>
-
 #include "ops/infer.h"
 #include "passes/pattern.h"
 #include "passes/rewrites/rewrites.h"
@@ -40,32 +38,6 @@ int64_t float_matmul_columns(const Node* n) {
   return w->shape()[1];
 }
 
-// The Split's part sizes along the last axis of an input with N columns, or empty.
-std::vector<int64_t> split_sizes(const Node* split, int64_t N) {
-  const Value* x = split->input(0);
-  if (!x->type.known() || !x->type.dims || x->type.dims->empty()) return {};
-  const int64_t rank = static_cast<int64_t>(x->type.dims->size());
-  int64_t axis = split->attr_int("axis", 0);
-  if (axis < 0) axis += rank;
-  if (axis != rank - 1) return {};
-  const int64_t parts = static_cast<int64_t>(split->outputs().size());
-  std::vector<int64_t> sizes;
-  if (split->inputs().size() > 1 && split->input(1)) {
-    const Tensor* t = constant_value(split->input(1));
-    if (!t || t->dtype() != DType::Int64 || t->numel() != parts) return {};
-    sizes.assign(t->data<int64_t>(), t->data<int64_t>() + parts);
-  } else if (split->has_attr("split")) {
-    sizes = split->attr_ints("split");
-  } else if (parts > 0 && N % parts == 0) {
-    sizes.assign(static_cast<size_t>(parts), N / parts);
-  }
-  if (static_cast<int64_t>(sizes.size()) != parts) return {};
-  for (int64_t s : sizes)
-    if (s <= 0) return {};
-  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != N) return {};
-  return sizes;
-}
-
 bool run(Graph& g, PassContext& ctx) {
   RemovedNodes removed;
   for (Node* n : g.nodes()) {
@@ -78,7 +50,7 @@ bool run(Graph& g, PassContext& ctx) {
     bool outputs_present = true;
     for (const Value* v : split->outputs()) outputs_present = outputs_present && v && can_replace(v, n->output(0));
     if (!outputs_present) continue;
-    const std::vector<int64_t> sizes = split_sizes(split, N);
+    const std::vector<int64_t> sizes = last_axis_split_sizes(split, N);
     if (sizes.empty()) continue;
     GraphPatch patch = make_patch(g);
     std::vector<Attribute> attrs = n->attributes();

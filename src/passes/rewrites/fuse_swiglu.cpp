@@ -40,24 +40,10 @@ bool same_known_shape(const Value* a, const Value* b) {
 bool halves_last_axis(const Node* split) {
   if (split->outputs().size() != 2 || !split->output(0) || !split->output(1)) return false;
   const Value* x = split->input(0);
-  if (!x || !x->type.known() || !x->type.dims || x->type.dims->empty()) return false;
-  const int64_t rank = static_cast<int64_t>(x->type.dims->size());
-  int64_t axis = split->attr_int("axis", 0);
-  if (axis < 0) axis += rank;
-  if (axis != rank - 1) return false;
-  std::vector<int64_t> sizes;
-  if (split->inputs().size() > 1 && split->input(1)) {
-    const Tensor* t = constant_value(split->input(1));
-    if (!t || t->dtype() != DType::Int64 || t->numel() != 2) return false;
-    sizes = {t->data<int64_t>()[0], t->data<int64_t>()[1]};
-  } else if (split->has_attr("split")) {
-    sizes = split->attr_ints("split");
-  }
-  if (!sizes.empty()) return sizes.size() == 2 && sizes[0] == sizes[1];
-  // No sizes: equal parts (opset 18's num_outputs, or before it the outputs' count). An
-  // odd known length would give unequal parts (opset 18) or be an error.
-  auto d = x->type.dims->back().constant();
-  return d && *d % 2 == 0;
+  const std::optional<int64_t> n = x && x->type.dims && !x->type.dims->empty() ? x->type.dims->back().constant()
+                                                                                 : std::nullopt;
+  const std::vector<int64_t> sizes = last_axis_split_sizes(split, n);
+  return sizes.size() == 2 && sizes[0] == sizes[1];
 }
 
 bool match(Node* sigmoid, Match& m) {

@@ -67,12 +67,32 @@ void check_residual(InferContext& ctx, const std::optional<DimVector>& out, size
   const auto& r = ctx.input_dims(slot);
   if (!r || !out) return;
   if (r->size() > out->size())
-    ctx.fail(describe_input(ctx, 3), " (the residual) has more dims than the output ", dims_to_string(*out));
+    ctx.fail(describe_input(ctx, slot), " (the residual) has more dims than the output ", dims_to_string(*out));
   const size_t lead = out->size() - r->size();
   for (size_t i = 0; i < r->size(); ++i) {
     auto rc = (*r)[i].constant(), oc = (*out)[lead + i].constant();
     if (rc && oc && *rc != *oc && *rc != 1)
       ctx.fail(describe_input(ctx, slot), " (the residual) does not broadcast into the output ", dims_to_string(*out));
+  }
+}
+
+// `split`: output 0's type, already inferred as the whole Y, cut along its last axis into
+// these parts, one output each. The parts are positive, as many as the outputs, and sum to
+// N where it is known.
+void infer_split_outputs(InferContext& ctx, const std::vector<int64_t>& split, std::optional<int64_t> n) {
+  int64_t total = 0;
+  for (int64_t part : split) {
+    if (part <= 0) ctx.fail("split parts must be positive, got ", part);
+    total += part;
+  }
+  if (n && total != *n) ctx.fail("split parts sum to ", total, ", not N = ", *n);
+  if (split.size() != ctx.num_outputs())
+    ctx.fail("split has ", split.size(), " parts but the node has ", ctx.num_outputs(), " outputs");
+  const TensorType y = ctx.node().output(0)->type;
+  for (size_t i = 0; i < split.size(); ++i) {
+    std::optional<DimVector> dims = y.dims;
+    if (dims && !dims->empty()) dims->back() = split[i];
+    ctx.set_output(i, y.dtype, dims);
   }
 }
 
@@ -88,22 +108,8 @@ void infer_matmul_bias(InferContext& ctx) {
   if (split.empty() && ctx.num_outputs() != 1) ctx.fail("has ", ctx.num_outputs(), " outputs but no split attribute");
   infer_like(ctx, "MatMul");
   if (!split.empty()) {
-    const TensorType y = ctx.node().output(0)->type;
-    std::optional<int64_t> n;
-    if (y.dims && !y.dims->empty()) n = y.dims->back().constant();
-    int64_t total = 0;
-    for (int64_t part : split) {
-      if (part <= 0) ctx.fail("split parts must be positive, got ", part);
-      total += part;
-    }
-    if (n && total != *n) ctx.fail("split parts sum to ", total, ", not N = ", *n);
-    if (split.size() != ctx.num_outputs())
-      ctx.fail("split has ", split.size(), " parts but the node has ", ctx.num_outputs(), " outputs");
-    for (size_t i = 0; i < split.size(); ++i) {
-      std::optional<DimVector> dims = y.dims;
-      if (dims && !dims->empty()) dims->back() = split[i];
-      ctx.set_output(i, y.dtype, dims);
-    }
+    const std::optional<DimVector>& y = ctx.node().output(0)->type.dims;
+    infer_split_outputs(ctx, split, y && !y->empty() ? y->back().constant() : std::nullopt);
   }
   if (ctx.has_input(3)) check_residual(ctx, ctx.node().output(0)->type.dims);
   const auto& b = ctx.input_dims(1);
@@ -159,21 +165,7 @@ void infer_matmul_nbits_octet(InferContext& ctx) {
   OCTET_ASSERT(def && def->infer, "com.microsoft MatMulNBits has no inference rule");
   def->infer(ctx);
   if (residual) return check_residual(ctx, n.output(0)->type.dims, 6);
-  const int64_t N = n.attr_int("N", 0);
-  int64_t total = 0;
-  for (int64_t part : split) {
-    if (part <= 0) ctx.fail("split parts must be positive, got ", part);
-    total += part;
-  }
-  if (total != N) ctx.fail("split parts sum to ", total, ", not N = ", N);
-  if (split.size() != ctx.num_outputs())
-    ctx.fail("split has ", split.size(), " parts but the node has ", ctx.num_outputs(), " outputs");
-  const TensorType y = n.output(0)->type;
-  for (size_t i = 0; i < split.size(); ++i) {
-    std::optional<DimVector> dims = y.dims;
-    if (dims) dims->back() = split[i];
-    ctx.set_output(i, y.dtype, dims);
-  }
+  infer_split_outputs(ctx, split, n.attr_int("N", 0));
 }
 
 void infer_swiglu(InferContext& ctx) {

@@ -118,14 +118,14 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return na > 0 && nb > 0 ? d / std::sqrt(na * nb) : 1.0;
 }
 
-// Held-out samples: the last `holdout` share when there are 5 or more, as quantize_model
-// does; otherwise every sample (in-sample).
+// The fidelity check's samples: quantize_model's held-out share (split_holdout: the last
+// `holdout` share of 5 or more), or every sample, in-sample, when that share is empty.
 std::vector<size_t> held_out(size_t n, double holdout, bool* in_sample) {
-  size_t k = n >= 5 ? std::max<size_t>(1, static_cast<size_t>(std::round(holdout * double(n)))) : n;
-  *in_sample = n < 5;
-  std::vector<size_t> idx;
-  for (size_t i = n - k; i < n; ++i) idx.push_back(i);
-  return idx;
+  std::vector<size_t> held = split_holdout(n, holdout).second;
+  *in_sample = held.empty();
+  if (*in_sample)
+    for (size_t i = 0; i < n; ++i) held.push_back(i);
+  return held;
 }
 
 }  // namespace

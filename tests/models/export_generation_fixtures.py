@@ -99,6 +99,31 @@ def references(lm, generator):
     return cases
 
 
+def tiny_lms():
+    """The two tiny decoders: transformers' LlamaForCausalLM (GQA 4 heads over 2, RoPE, RMSNorm,
+    SwiGLU) and GPT2LMHeadModel, 2 layers, vocab 256, untied, init std 0.3 (so greedy decoding
+    varies). Built in this order right after torch.manual_seed(SEED), they have the same random
+    weights in every script that exports them."""
+    import transformers
+    return {
+        "llama": transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=256, rope_theta=1e4, rms_norm_eps=1e-5,
+            tie_word_embeddings=False, initializer_range=0.3)),
+        "gpt2": transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            vocab_size=256, n_embd=64, n_layer=2, n_head=4, n_positions=256, tie_word_embeddings=False,
+            initializer_range=0.3)),
+    }
+
+
+def add_references(refs, name, lm, generator):
+    """refs["models"][name] = references(lm, generator), and the smallest top-2 logit gap printed:
+    a tiny gap would make the greedy reference fragile."""
+    refs["models"][name] = references(lm, generator)
+    margins = [min(c["min_top2_margin"], c["min_top2_margin_penalized"]) for c in refs["models"][name]]
+    print(f"{name}: smallest top-2 logit gap {min(margins):.4f}")
+
+
 def main():
     import transformers
 
@@ -106,24 +131,15 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "fixtures")
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
-    models = {
-        "llama_gen_with_past.onnx": (transformers.LlamaForCausalLM(transformers.LlamaConfig(
-            vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=256, rope_theta=1e4, rms_norm_eps=1e-5,
-            tie_word_embeddings=False, initializer_range=0.3)), 2),
-        "gpt2_gen_with_past.onnx": (transformers.GPT2LMHeadModel(transformers.GPT2Config(
-            vocab_size=256, n_embd=64, n_layer=2, n_head=4, n_positions=256, tie_word_embeddings=False,
-            initializer_range=0.3)), 4),
-    }
+    lms = tiny_lms()
+    models = {"llama_gen_with_past.onnx": (lms["llama"], 2), "gpt2_gen_with_past.onnx": (lms["gpt2"], 4)}
     refs = {"new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY, "transformers": transformers.__version__,
             "torch": torch.__version__, "models": {}}
     generator = torch.Generator().manual_seed(SEED)
     for name, (lm, kv_heads) in models.items():
         lm.eval()
         export(lm, 2, kv_heads, 16, os.path.join(out, name))
-        refs["models"][name] = references(lm, generator)
-        margins = [min(c["min_top2_margin"], c["min_top2_margin_penalized"]) for c in refs["models"][name]]
-        print(f"{name}: smallest top-2 logit gap {min(margins):.4f}")
+        add_references(refs, name, lm, generator)
     with open(os.path.join(out, "generation_references.json"), "w") as f:
         json.dump(refs, f, indent=1)
 

@@ -31,23 +31,10 @@ import tempfile
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_generation_fixtures import NEW_TOKENS, PENALTY, SEED, references  # noqa: E402
+from export_generation_fixtures import NEW_TOKENS, PENALTY, SEED, add_references, tiny_lms  # noqa: E402
 
 FILES = ("decoder_model.onnx", "decoder_with_past_model.onnx", "decoder_model_merged.onnx", "config.json",
          "generation_config.json")
-
-
-def models():
-    import transformers
-    return {
-        "llama": transformers.LlamaForCausalLM(transformers.LlamaConfig(
-            vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=256, rope_theta=1e4, rms_norm_eps=1e-5,
-            tie_word_embeddings=False, initializer_range=0.3)),
-        "gpt2": transformers.GPT2LMHeadModel(transformers.GPT2Config(
-            vocab_size=256, n_embd=64, n_layer=2, n_head=4, n_positions=256, tie_word_embeddings=False,
-            initializer_range=0.3)),
-    }
 
 
 def main():
@@ -62,7 +49,7 @@ def main():
     refs = {"new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY, "transformers": transformers.__version__,
             "torch": torch.__version__, "optimum": optimum.version.__version__, "models": {}}
     generator = torch.Generator().manual_seed(SEED)
-    for name, lm in models().items():
+    for name, lm in tiny_lms().items():
         lm.eval()
         with tempfile.TemporaryDirectory() as tmp:
             lm.save_pretrained(os.path.join(tmp, "hf"))
@@ -72,9 +59,7 @@ def main():
             os.makedirs(dest, exist_ok=True)
             for f in FILES:
                 shutil.copyfile(os.path.join(tmp, "onnx", f), os.path.join(dest, f))
-        refs["models"][name] = references(lm, generator)
-        margins = [min(c["min_top2_margin"], c["min_top2_margin_penalized"]) for c in refs["models"][name]]
-        print(f"{name}: smallest top-2 logit gap {min(margins):.4f}")
+        add_references(refs, name, lm, generator)
     with open(os.path.join(out, "references.json"), "w") as f:
         json.dump(refs, f, indent=1)
 

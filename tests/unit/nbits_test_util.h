@@ -82,7 +82,9 @@ class ActivationsScope {  // the decode GEMV's activation precision for its life
 
 // A rewrite of MatMulNBits nodes changes no number: the rewritten graph gives the original's
 // outputs byte for byte on both decode-GEMV activation precisions, at every ISA level, at 1
-// and 2 threads, and never falls back to a reference kernel (the fusion tests' last check).
+// and 2 threads, and runs no more reference kernels than the original (none, in the
+// fusion tests; a MatMulNBits with a non-constant B runs one either way). The fusion and
+// merge tests' last check.
 inline void expect_nbits_rewrite_identical(const std::shared_ptr<Graph>& rewritten,
                                            const std::shared_ptr<Graph>& original, const NamedTensors& in,
                                            const std::string& label) {
@@ -94,9 +96,11 @@ inline void expect_nbits_rewrite_identical(const std::shared_ptr<Graph>& rewritt
         SessionOptions o;
         o.threads = threads;
         Session got(rewritten, o), want(original, o);
-        EXPECT_EQ(got.reference_ops().size(), 0u) << "the fused node fell back to the reference kernel";
+        EXPECT_LE(got.reference_ops().size(), want.reference_ops().size())
+            << "a rewritten node fell back to the reference kernel";
         const NamedTensors g = got.run(in), w = want.run(in);
-        const std::string where = label + " " + isa_name(level) + " threads " + std::to_string(threads);
+        const std::string where = label + " " + isa_name(level) + " threads " + std::to_string(threads) +
+                                  (mode == cpu::NbitsActivations::Float ? " float" : " auto");
         ASSERT_EQ(g.size(), w.size()) << where;
         for (size_t i = 0; i < g.size(); ++i) {
           ASSERT_EQ(g[i].second.shape(), w[i].second.shape()) << where << " " << g[i].first;

@@ -6,7 +6,6 @@
 // bias) are left alone or merged only with what matches them.
 #include <gtest/gtest.h>
 
-#include <cstring>
 
 #include "kernels/cpu/matmul_nbits.h"
 #include "kernels/dispatch/cpu_features.h"
@@ -70,36 +69,13 @@ NamedTensors inputs(const std::shared_ptr<Graph>& g, const std::vector<int64_t>&
   return in;
 }
 
-void expect_identical(const NamedTensors& got, const NamedTensors& want, const std::string& label) {
-  ASSERT_EQ(got.size(), want.size()) << label;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].second.shape(), want[i].second.shape()) << label << " " << got[i].first;
-    EXPECT_EQ(std::memcmp(got[i].second.raw(), want[i].second.raw(), want[i].second.bytes()), 0)
-        << label << ": " << got[i].first << " differs";
-  }
-}
-
-using testing::ActivationsScope;
-
 // Merges, then runs both graphs on the optimized kernels: the same bytes everywhere.
 std::shared_ptr<Graph> merge_and_compare(const std::vector<Proj>& projs, const std::vector<int64_t>& rows) {
   std::shared_ptr<Graph> original = make(projs, rows), merged = make(projs, rows);
   run_pass(*merged, passes::merge_sibling_matmuls());
   EXPECT_TRUE(verify_graph(*merged).empty());
-  const NamedTensors in = inputs(original, rows);
-  for (cpu::NbitsActivations mode : {cpu::NbitsActivations::Auto, cpu::NbitsActivations::Float}) {
-    ActivationsScope scope(mode);
-    for (IsaLevel level : available_isas())
-      for (int threads : {1, 2}) {
-        ScopedIsaLevel scoped(level);
-        SessionOptions o;
-        o.threads = threads;
-        const auto run = [&](const std::shared_ptr<Graph>& g) { return Session(g, o).run(in); };
-        expect_identical(run(merged), run(original),
-                         "rows " + std::to_string(rows[0] * rows[1]) + " " + isa_name(level) + " threads " +
-                             std::to_string(threads) + (mode == cpu::NbitsActivations::Float ? " float" : " auto"));
-      }
-  }
+  testing::expect_nbits_rewrite_identical(merged, original, inputs(original, rows),
+                                          "rows " + std::to_string(rows[0] * rows[1]));
   return merged;
 }
 
@@ -147,8 +123,7 @@ TEST(PassMergeSiblingMatMuls, OldOpsetWritesSplitSizesAsAttribute) {
       EXPECT_EQ(n->inputs().size(), 1u);
       EXPECT_EQ(n->attr_ints("split"), (std::vector<int64_t>{16, 8}));
     }
-  const NamedTensors in = inputs(original, {1, 1});
-  expect_identical(testing::run_graph(merged, in), testing::run_graph(original, in), "opset 11");
+  testing::expect_nbits_rewrite_identical(merged, original, inputs(original, {1, 1}), "opset 11");
 }
 
 // Float MatMuls with constant [K, N_i] weights: merged, equal within float rounding (oneDNN

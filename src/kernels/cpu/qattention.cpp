@@ -132,7 +132,7 @@ void qattention_f32(KernelContext& ctx) {
                              2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
                              2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
                              4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
-                             4 * p.dvp,          p.skq / 32,               2 * (p.sk4 / 4)};
+                             4 * p.dvp,          p.skq / 32,               2 * (p.skq / 4)};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);
     char* at = cpu::thread_scratch_as<char>(cpu::Scratch::QAttention, total);

@@ -384,10 +384,17 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     t.rowv[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.cv) * static_cast<uint32_t>(psum));
   }
   for (int64_t r = 0; r < kR; ++r) t.pr[r] = w.pc + (r < rows ? r : rows - 1) * p.skq;
+  // The list of groups with a P >= 256, 16 groups (two chunks: skq / 32 is even) per
+  // compress; a bit-by-bit loop cost ~5% of probabilities() in mispredicted exits. Each
+  // store writes 16 entries, hi holds skq / 4 >= the list so far + 16.
   t.hi_count = 0;
-  for (int64_t c = 0; c < p.skq / 32; ++c)
-    for (uint32_t m = chunks[c]; m != 0; m &= m - 1)
-      t.hi[t.hi_count++] = static_cast<uint16_t>(8 * c + __builtin_ctz(m));
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t c = 0; c < p.skq / 32; c += 2) {
+    const __mmask16 m = static_cast<__mmask16>(chunks[c] | chunks[c + 1] << 8);
+    const __m512i groups = _mm512_maskz_compress_epi32(m, _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(8 * c))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.hi + t.hi_count), _mm512_cvtepi32_epi16(groups));
+    t.hi_count += __builtin_popcount(m);
+  }
 }
 
 void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, const TileP& t) {

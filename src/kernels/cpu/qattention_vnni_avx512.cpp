@@ -279,9 +279,9 @@ int32_t quantize_p_row(const float* e, int64_t n, float mul, const Quant& q, int
 // conversion (the default rounding, to nearest even) and saturated; never stored as
 // floats. 2^f for f in [-1/2, 1/2] is a degree-5 fit (relative error 2.4e-7); with the
 // roundings of log2e (x - max) (|x - max| * 6e-8 in the exponent, ~6e-7 relative where P
-// can be nonzero) the product is within ~1e-6 relative of exp(x - max) / p_scale: P differs from the exact level only where that lies within ~0.004 of a
-// half-integer (P <= 4095), by one level. *sum = the softmax sum (of the same e); returns
-// sum P.
+// can be nonzero) the product is within ~1e-6 relative of exp(x - max) / p_scale: P
+// differs from the exact level only where that lies within ~0.004 of a half-integer
+// (P <= 4095), by one level. *sum = the softmax sum (of the same e); returns sum P.
 int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, int16_t* pc, uint8_t* hi, float* sum) {
   const float inv = q.inv != 0.0f ? q.inv : 1.0f / q.scale;
   const __m512 log2e = F::set1(1.44269504088896341f), vmax = F::set1(max);
@@ -361,25 +361,21 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
   }
   uint8_t* chunks = w.chunks;  // per 32 keys, the groups with a P >= 256 in some row
   for (int64_t c = 0; c < p.skq / 32; ++c) chunks[c] = 0;
-  // The vectorized softmax's steps, then P (row_probabilities: e itself, the output is
-  // divided by the sum; otherwise e * (1 / sum)) quantized and split.
-  float* srow[kR];
-  float max[kR];
   for (int64_t r = 0; r < rows; ++r) {
-    srow[r] = w.s + r * p.skp;
-    mask_score_row(p, b, h, i + r, /*add_mask=*/!tq.fuse, srow[r]);
-    max[r] = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(srow[r], p.kv_len);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
+    float* row = w.s + r * p.skp;
+    mask_score_row(p, b, h, i + r, /*add_mask=*/!tq.fuse, row);
+    const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
     int16_t* pc = w.pc + r * p.skq;
+    // row_probabilities: P = e itself (exp2_p_row), the output is divided by the sum;
+    // otherwise the vectorized softmax's steps, then P = e * (1 / sum) quantized.
     int32_t psum;
     if (p.row_probabilities) {
-      psum = exp2_p_row(srow[r], max[r], p.kv_len, p.pq, pc, chunks, &t.sums[r]);
+      psum = exp2_p_row(row, max, p.kv_len, p.pq, pc, chunks, &t.sums[r]);
     } else {
-      t.sums[r] = exp_sum(srow[r], max[r], srow[r], p.kv_len);
+      t.sums[r] = exp_sum(row, max, row, p.kv_len);
       const float mul = 1.0f / t.sums[r];
-      psum = p.pq.inv != 0.0f ? quantize_p_row<true>(srow[r], p.kv_len, mul, p.pq, pc, p.sk4, chunks)
-                              : quantize_p_row<false>(srow[r], p.kv_len, mul, p.pq, pc, p.sk4, chunks);
+      psum = p.pq.inv != 0.0f ? quantize_p_row<true>(row, p.kv_len, mul, p.pq, pc, p.sk4, chunks)
+                              : quantize_p_row<false>(row, p.kv_len, mul, p.pq, pc, p.sk4, chunks);
     }
     t.rowv[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.cv) * static_cast<uint32_t>(psum));
   }

@@ -8,7 +8,8 @@
 // accumulation. Scores are scaled to float, masked, softmaxed with the vectorized row
 // softmax, and each P row is quantized to the p zero point's type before the P.V product.
 // Where the CPU has AVX512-VNNI both products run in bytes instead (VPDPBUSD, four
-// products per lane; qattention_vnni_avx512.cpp), with the same integers and floats.
+// products per lane; qattention_vnni_avx512.cpp), with the same integers and floats
+// (but its own exp2 for row_probabilities' P: one P level apart near .5 boundaries).
 // Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
 // rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
 // The task bodies live in qattention_impl.h, compiled per ISA level, and in the VNNI units.
@@ -131,7 +132,7 @@ void qattention_f32(KernelContext& ctx) {
                              2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
                              2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
                              4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
-                             4 * p.dvp,          p.skq / 32,               2 * (p.sk4 / 4)};
+                             4 * p.dvp,          p.skq / 32,               2 * (p.skq / 4)};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);
     char* at = cpu::thread_scratch_as<char>(cpu::Scratch::QAttention, total);

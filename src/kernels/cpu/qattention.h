@@ -71,7 +71,7 @@ struct Scratch {
   // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4];
   // V as signed bytes in quads of keys, vt8[sk4 / 4][dvp][j % 4], from four rows
   // v8[4][dvp]; per 32 keys, the groups of four with a P >= 256, chunks[skq / 32], and
-  // their list, hi[sk4 / 4].
+  // their list, hi[skq / 4] (written 16 entries at a time).
   int8_t* kt8;
   int8_t* k8;
   int32_t* kcol;

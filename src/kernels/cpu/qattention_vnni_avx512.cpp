@@ -1,5 +1,10 @@
 // The AVX512-VNNI task of octet.QAttention: the same results as the other levels' task
-// (qattention_impl.h; same integers, same float products, same softmax), faster:
+// (qattention_impl.h; same integers, same float products, same softmax), faster -- except
+// that with row_probabilities (the form octet quantize writes) P comes from its own exp2
+// (exp2_p_row: about 1e-6 relative from exp(s - max) / p_scale), so a P within ~0.004 of a
+// .5 boundary may round one level the other way than on the other levels, as the
+// reference's double softmax may (tests: VnniTaskMatchesPlainAvx512 bounds such flips;
+// bit for bit still without row_probabilities).
 //
 // - Q.K^T in bytes, VPDPBUSD (four u8 x s8 products summed into an int32 lane: twice
 //   VPDPWSSD's work per instruction). Centered values span 255 levels but need not fit a
@@ -21,10 +26,14 @@
 // - Register tiles of 4 query rows x 64 columns (16 accumulators: VPDP* latency is hidden
 //   and each loaded K/V vector serves four rows) for both products.
 // - The mask add and each row's maximum ride on the score blocks (no separate passes over
-//   the scores); the division of the outputs by the row sums is vectorized. The softmax's
-//   exp and P's quantization stay two tight passes as on the other levels (exp_sum, the
-//   vec table's with a leaner exp, then the AVX-512 quantize to int16): one loop doing
-//   both measured 1.3x slower.
+//   the scores); the division of the outputs by the row sums is vectorized. P's sum and
+//   its P >= 256 groups are taken while quantizing (PRowWriter). Without row_probabilities
+//   the softmax's exp and P's quantization stay two passes as on the other levels
+//   (exp_sum, the vec table's with a leaner exp, then the AVX-512 quantize to int16; the
+//   quantization needs the sum). With them, one pass of exp2 and a plain rounding
+//   conversion: ~20 vector ops per 16 keys instead of ~32, 7-9% of probabilities()'
+//   cycles at 128 keys (a one-pass loop with the exact exp and quantize_vec was slower
+//   than two passes: the ops, not the passes, bound it).
 // qattention.cpp picks this task at the AVX-512 level where CPUID reports AVX512-VNNI
 // (and tests have not turned it off, see qattn::set_vnni_allowed).
 #pragma GCC target("avx512vnni")
@@ -36,7 +45,6 @@
 namespace octet::cpu::qattn {
 namespace {
 
-using Base = Kernel<Avx512Int>;
 using F = simd::Avx512Traits;
 
 constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
@@ -214,19 +222,109 @@ float exp_sum(const float* x, float max, float* y, int64_t n) {
   return F::reduce_add(F::add(F::add(s0, s1), F::add(s2, s3)));
 }
 
-// Over a P row (int16 >= 0, zeros from n to sk4): returns sum P, and ORs into hi[c] the
-// groups of four keys among keys [32 c, 32 c + 32) that hold a P >= 256 (bit g % 8).
-int32_t p_terms(const int16_t* pc, int64_t sk4, uint8_t* hi) {
-  const __m512i ones = _mm512_set1_epi16(1), high = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
-  __m512i sum = _mm512_setzero_si512();
-  for (int64_t i = 0; i < sk4; i += 32) {
-    const int64_t left = sk4 - i;
-    const __mmask32 m = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
-    const __m512i v = _mm512_maskz_loadu_epi16(m, pc + i);
-    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(v, ones));
-    hi[i / 32] |= static_cast<uint8_t>(_mm512_test_epi64_mask(v, high));
+// Writes a P row 16 keys at a time: the values quantized into pc with Avx512Int's
+// quantize_vec (which rounds as quantize_one does, so tail lanes need no scalar loop),
+// while summing P and ORing into hi[c] the groups of four keys among keys [32 c, 32 c + 32)
+// that hold a P >= 256 (bit g % 8) -- the terms output_block needs, taken while each
+// vector is still in registers.
+template <bool kByInverse>
+struct PRowWriter {
+  Avx512Int::QuantVec qv;
+  int16_t* pc;
+  uint8_t* hi;
+  __m256i sum = _mm256_setzero_si256();
+  uint64_t bits = 0;
+  PRowWriter(const Quant& q, int16_t* pc_, uint8_t* hi_) : qv(q), pc(pc_), hi(hi_) {}
+
+  void put(int64_t i, __m512 x) { put_rounded(i, Avx512Int::quantize_vec<kByInverse>(x, qv)); }
+  // c: saturated levels (integers, or NaN), or values the conversion rounds to them.
+  void put_rounded(int64_t i, __m512 c) {
+    // A NaN (a row of -inf scores) converts to 0x80000000, whose low 16 bits are P = 0, as
+    // quantize_one gives; sum and hi read the int16, so it adds nothing there either.
+    const __m256i v = _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(c));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pc + i), v);
+    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(v, _mm256_set1_epi16(1)));
+    const __mmask8 high = _mm256_test_epi64_mask(v, _mm256_set1_epi16(static_cast<int16_t>(0xFF00)));
+    // The groups' bits collect in a register, 64 groups (256 keys) at a time: ORing into
+    // hi in memory at every vector chained each row's vectors through store forwarding.
+    bits |= static_cast<uint64_t>(high) << ((i & 255) / 4);
+    if ((i & 255) == 240) flush(i);
   }
-  return _mm512_reduce_add_epi32(sum);
+  // ORs the bits of the 256 keys that hold key i into hi (only groups with a P >= 256,
+  // so never past the row's chunks).
+  void flush(int64_t i) {
+    for (int64_t c = (i & ~int64_t{255}) / 32; bits != 0; bits >>= 8, ++c) hi[c] |= static_cast<uint8_t>(bits);
+  }
+  int32_t total(int64_t last) {
+    flush(last);
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+  }
+};
+
+// P = e[0, n) * mul quantized into pc, zeros from n to sk4 rounded up to 16 (pc holds skq,
+// a multiple of 64); returns sum P and marks hi (PRowWriter).
+template <bool kByInverse>
+int32_t quantize_p_row(const float* e, int64_t n, float mul, const Quant& q, int16_t* pc, int64_t sk4, uint8_t* hi) {
+  const __m512 vmul = _mm512_set1_ps(mul);
+  PRowWriter<kByInverse> out(q, pc, hi);
+  for (int64_t i = 0; i < sk4; i += 16)  // zeros past n quantize to P = 0
+    out.put(i, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes(n - i), e + i), vmul));
+  return out.total(sk4 - 1);
+}
+
+// row_probabilities' P row in one pass, from exp2: P = e / p_scale = 2^(log2e (x - max))
+// / p_scale, the division folded into the polynomial's coefficients, rounded by the
+// conversion (the default rounding, to nearest even) and saturated; never stored as
+// floats. 2^f for f in [-1/2, 1/2] is a degree-5 fit (relative error 2.4e-7); with the
+// roundings of log2e (x - max) (|x - max| * 6e-8 in the exponent, ~6e-7 relative where P
+// can be nonzero) the product is within ~1e-6 relative of exp(x - max) / p_scale: P
+// differs from the exact level only where that lies within ~0.004 of a half-integer
+// (P <= 4095), by one level. *sum = the softmax sum (of the same e); returns sum P.
+int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, int16_t* pc, uint8_t* hi, float* sum) {
+  const float inv = q.inv != 0.0f ? q.inv : 1.0f / q.scale;
+  const __m512 log2e = F::set1(1.44269504088896341f), vmax = F::set1(max);
+  const __m512 floor = F::set1(-120.0f);  // 2^-120 / p_scale rounds to P = 0 and adds nothing to the sum
+  const __m512 c0 = F::set1(1.0000001192092896f * inv), c1 = F::set1(0.6931469440460205f * inv),
+               c2 = F::set1(0.24022120237350464f * inv), c3 = F::set1(0.05550713092088699f * inv),
+               c4 = F::set1(0.009675540961325169f * inv), c5 = F::set1(0.001327647129073739f * inv);
+  const __m512 lo = F::set1(q.lo), hiq = F::set1(q.hi);
+  PRowWriter<true> out(q, pc, hi);
+  auto y_at = [&](__m512 xv, __mmask16 real) {
+    // max returns its second operand for a NaN (a row of -inf scores): P = 0, sum NaN.
+    // x - max first, as exp_sum: exact near the maximum, and finite for a row of lowest
+    // scores (a causal row that sees no key), where max * log2e would overflow.
+    const __m512 t = _mm512_max_ps(floor, _mm512_mul_ps(_mm512_sub_ps(xv, vmax), log2e));
+    const __m512 nf = F::round(t);
+    const __m512 f = _mm512_sub_ps(t, nf);
+    __m512 p = _mm512_fmadd_ps(c5, f, c4);
+    p = _mm512_fmadd_ps(p, f, c3);
+    p = _mm512_fmadd_ps(p, f, c2);
+    p = _mm512_fmadd_ps(p, f, c1);
+    p = _mm512_fmadd_ps(p, f, c0);
+    return _mm512_maskz_scalef_ps(real, p, nf);  // e / p_scale, 0 past n
+  };
+  auto put = [&](int64_t i, __m512 y) {
+    out.put_rounded(i, _mm512_min_ps(hiq, _mm512_max_ps(lo, y)));
+    return y;
+  };
+  __m512 s0 = F::set1(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  const __mmask16 all = 0xFFFF;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = F::add(s0, put(i, y_at(F::load(x + i), all)));
+    s1 = F::add(s1, put(i + 16, y_at(F::load(x + i + 16), all)));
+    s2 = F::add(s2, put(i + 32, y_at(F::load(x + i + 32), all)));
+    s3 = F::add(s3, put(i + 48, y_at(F::load(x + i + 48), all)));
+  }
+  for (; i + 16 <= n; i += 16) s0 = F::add(s0, put(i, y_at(F::load(x + i), all)));
+  if (i < n) {
+    const __mmask16 real = lanes(n - i);
+    s1 = F::add(s1, put(i, y_at(_mm512_maskz_loadu_ps(real, x + i), real)));
+  }
+  *sum = F::reduce_add(F::add(F::add(s0, s1), F::add(s2, s3))) * q.scale;
+  return out.total(n - 1);
 }
 
 // Scores, softmax and quantized P of `rows` query rows from i, into t (and w's P rows).
@@ -268,18 +366,31 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     mask_score_row(p, b, h, i + r, /*add_mask=*/!tq.fuse, row);
     const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
     int16_t* pc = w.pc + r * p.skq;
-    // The vectorized softmax's steps, then P (row_probabilities: e itself, the output is
-    // divided by the sum; otherwise e * (1 / sum)) quantized and split.
-    t.sums[r] = exp_sum(row, max, row, p.kv_len);
-    Base::quantize_row(row, p.kv_len, p.row_probabilities ? 1.0f : 1.0f / t.sums[r], p.pq, pc, p.sk4);
-    const int32_t psum = p_terms(pc, p.sk4, chunks);
+    // row_probabilities: P = e itself (exp2_p_row), the output is divided by the sum;
+    // otherwise the vectorized softmax's steps, then P = e * (1 / sum) quantized.
+    int32_t psum;
+    if (p.row_probabilities) {
+      psum = exp2_p_row(row, max, p.kv_len, p.pq, pc, chunks, &t.sums[r]);
+    } else {
+      t.sums[r] = exp_sum(row, max, row, p.kv_len);
+      const float mul = 1.0f / t.sums[r];
+      psum = p.pq.inv != 0.0f ? quantize_p_row<true>(row, p.kv_len, mul, p.pq, pc, p.sk4, chunks)
+                              : quantize_p_row<false>(row, p.kv_len, mul, p.pq, pc, p.sk4, chunks);
+    }
     t.rowv[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.cv) * static_cast<uint32_t>(psum));
   }
   for (int64_t r = 0; r < kR; ++r) t.pr[r] = w.pc + (r < rows ? r : rows - 1) * p.skq;
+  // The list of groups with a P >= 256, 16 groups (two chunks: skq / 32 is even) per
+  // compress; a bit-by-bit loop cost ~5% of probabilities() in mispredicted exits. Each
+  // store writes 16 entries, hi holds skq / 4 >= the list so far + 16.
   t.hi_count = 0;
-  for (int64_t c = 0; c < p.skq / 32; ++c)
-    for (uint32_t m = chunks[c]; m != 0; m &= m - 1)
-      t.hi[t.hi_count++] = static_cast<uint16_t>(8 * c + __builtin_ctz(m));
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t c = 0; c < p.skq / 32; c += 2) {
+    const __mmask16 m = static_cast<__mmask16>(chunks[c] | chunks[c + 1] << 8);
+    const __m512i groups = _mm512_maskz_compress_epi32(m, _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(8 * c))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.hi + t.hi_count), _mm512_cvtepi32_epi16(groups));
+    t.hi_count += __builtin_popcount(m);
+  }
 }
 
 void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, const TileP& t) {

@@ -56,6 +56,40 @@ TEST(CpuQuantVec, QuantizeRoundsHalfToEvenAndSaturatesLikeOnnx) {
   }
 }
 
+// The SIMD levels multiply by 1 / scale and divide only vectors with a lane near a
+// half-integer (quant_impl.h): every float within 12 ulps of each (k + 1/2) * scale, where
+// the product and the quotient could round apart, and of each integer, at scales whose
+// inverse is normal and not (every vector divided), must give the quotient's integers.
+TEST(CpuQuantVec, QuantizeByInverseRoundsAsTheQuotientNearHalves) {
+  std::vector<float> x;
+  const std::vector<float> scales = {0.1f, 1.0f / 3.0f, 1.9f / 255.0f, 7.3e-3f, 0.9999999f, 3.0f, 1e-30f,
+                                     1e-39f /* subnormal */, 2e38f /* subnormal inverse */};
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    const cpu::QuantTable& t = cpu::quant_ops();
+    for (float scale : scales)
+      for (auto [zp, lo, hi] : {std::tuple<int32_t, int32_t, int32_t>{0, -128, 127}, {131, 0, 255}}) {
+        x.clear();
+        for (int k = -140; k <= 140; ++k)
+          for (double at : {k + 0.5, static_cast<double>(k)}) {
+            const float c = static_cast<float>(at * static_cast<double>(scale));
+            float up = c, down = c;
+            for (int u = 0; u < 12; ++u) {
+              x.push_back(up);
+              x.push_back(down);
+              up = std::nextafter(up, INFINITY);
+              down = std::nextafter(down, -INFINITY);
+            }
+          }
+        std::vector<uint8_t> got(x.size());
+        t.quantize(x.data(), static_cast<int64_t>(x.size()), scale, zp, lo, hi, got.data());
+        for (size_t i = 0; i < x.size(); ++i)
+          ASSERT_EQ(got[i], quantize_def(x[i], scale, zp, lo, hi))
+              << t.name << " x " << x[i] << " scale " << scale << " zp " << zp << " quotient " << x[i] / scale;
+      }
+  }
+}
+
 TEST(CpuQuantVec, RangeScansSkipNaNAndIncludeZero) {
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel scoped(level);

@@ -1,6 +1,7 @@
 // The GeLU(erf) row kernels of octet.QMatMul's per-token epilogue (issue 20): the reference
-// vector GeLU (gelu_erf: erf rational + erfc, two divisions) against the A&S 7.1.26 one
-// (gelu_erf_fast: one division, one exp) the epilogue uses, over the FFN up-projection
+// vector GeLU (gelu_erf: erf rational + erfc, two divisions) against the piecewise
+// polynomial (gelu_erf_fast: 32 segments, one permute per coefficient; an A&S 7.1.26 erfc
+// with one division and one exp until session 16) the epilogue uses, over the FFN up-projection
 // outputs of the harness models at batch 1 (rows x 1536: MiniLM-L6 128 tokens, DINOv2-S
 // 257), one row at a time as epilogue_rows calls it, at the machine's ISA level.
 // Counters: ns per element over the mean time and over the fastest iteration (best_ns/elem;

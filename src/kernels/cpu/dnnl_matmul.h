@@ -110,6 +110,7 @@ class MatMulState : public KernelState {
  private:
   std::shared_ptr<const Entry> create(const MatMulProblem& p) const;
   dnnl::primitive_attr attributes(const MatMulProblem& p) const;
+  bool own_gelu(const MatMulProblem& p) const;
 
   MatMulSpec spec_;
   // B in oneDNN's preferred layout, for the [K, N] it was packed for; null when B is not

@@ -61,6 +61,18 @@ struct Avx2Traits {
   // p * 2^nf for integral nf in [-126, 127] (exp_flush): one normal power-of-two factor.
   static F scale_pow2(F p, F nf) { return _mm256_mul_ps(p, pow2(_mm256_cvtps_epi32(nf))); }
 
+  // A 32-entry lookup takes 4 vpermps and 3 blends here (one permute under AVX-512): the
+  // GeLU uses 16-entry tables instead (Math::gelu_erf_fast).
+  static constexpr bool kLookup32 = false;
+  // t[bits(u) & 15] per lane (t: 16 floats, 32-byte aligned): vpermps reads an index's low
+  // 3 bits; bit 3, shifted into the sign bit, picks the half.
+  static F lookup16(const float* t, F u) {
+    const __m256i i = _mm256_castps_si256(u);
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(_mm256_load_ps(t), i),
+                            _mm256_permutevar8x32_ps(_mm256_load_ps(t + 8), i),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(i, 28)));
+  }
+
   static float reduce_add(F a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

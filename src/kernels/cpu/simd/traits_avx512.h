@@ -55,6 +55,12 @@ struct Avx512Traits {
   // p * 2^nf for integral nf in [-126, 127] (exp_flush); one VSCALEFPS.
   static F scale_pow2(F p, F nf) { return _mm512_scalef_ps(p, nf); }
 
+  static constexpr bool kLookup32 = true;
+  // t[bits(u) & 31] per lane (t: 32 floats, 64-byte aligned): one two-register permute.
+  static F lookup32(const float* t, F u) {
+    return _mm512_permutex2var_ps(_mm512_load_ps(t), _mm512_castps_si512(u), _mm512_load_ps(t + 16));
+  }
+
   static float reduce_add(F a) { return _mm512_reduce_add_ps(a); }
   static float reduce_max(F a) { return _mm512_reduce_max_ps(a); }
 };

@@ -63,6 +63,10 @@ struct ScalarTraits {
     return p * std::bit_cast<float>(static_cast<uint32_t>(n + 127) << 23);
   }
 
+  static constexpr bool kLookup32 = true;
+  // t[bits(u) & 31], as the vector levels' permutes read their index.
+  static F lookup32(const float* t, F u) { return t[std::bit_cast<uint32_t>(u) & 31u]; }
+
   static float reduce_add(F a) { return a; }
   static float reduce_max(F a) { return a; }
 };

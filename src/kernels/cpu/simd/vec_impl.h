@@ -10,12 +10,13 @@
 //   erf     rational minimax for |x| < 2 (as Eigen/XLA), 1 - erfc(|x|) beyond.
 //   erfc    Numerical Recipes' erfcc with an exact split of z^2, ~5e-7 relative.
 //   GeLU    h + h*erf(x/sqrt2), or h*erfc(-x/sqrt2) below x = -0.707 (no cancellation);
-//           a faster one for octet.QMatMul (A&S 7.1.26 erfc, |error| <= 2e-7 max(1, |x|)).
+//           a faster one for octet.QMatMul (a piecewise polynomial, |error| <= 2.1e-7 |x|).
 //   sigmoid 1/(1+e^-x); GeLU-tanh as x*sigmoid(2u), which avoids the 1+tanh cancellation.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/cpu/simd/gelu_table.h"
 #include "kernels/cpu/simd/vec_table.h"
 
 namespace octet::cpu::simd {
@@ -163,29 +164,40 @@ struct Math {
     return T::select(T::lt(z, T::set1(-0.5f)), T::mul(h, c), T::select(T::lt(z, T::set1(2.0f)), middle, upper));
   }
 
-  // GeLU(erf) at less than half the cost of gelu_erf (one division and one exp instead of
-  // two divisions, an exp and two polynomials), for octet.QMatMul's epilogue (issue 20: it
-  // was most of the per-token FFN up-projection's cost over the fused static primitive,
-  // whose oneDNN post-op uses the same approximation): erfc(z) for z = |x| / sqrt2 as
-  // Abramowitz & Stegun 7.1.26, t P(t) e^(-z^2), t = 1 / (1 + p z), |error| <= 1.5e-7; then
-  // h (2 - erfc(z)) for x >= 0 and h erfc(z) below (no cancellation). |GeLU error| <= 2e-7
-  // max(1, |x|) (cpu_vec_test). z is not clamped: past z^2 = 87 exp_flush gives 0, so the
-  // far negative side is -0 (as gelu_erf's; a clamped z would leave h times erfc's floor,
-  // -64 at x = -3e38) and -inf gives NaN, +inf gives +inf, NaN stays NaN, as gelu_erf.
-  // Accuracy-neutral on the harness models (bench/results/
-  // 2026-11-26_encoder_gelu_softmax_session13_epyc-2core.md): the held-out numbers move
-  // within what any GeLU of this accuracy moves them.
+  // GeLU(erf) for octet.QMatMul's epilogue, whose result is quantized to u8 right after
+  // (issue 20: this GeLU was 9% of MiniLM's int8 time). x * P(r), P a degree-4 polynomial
+  // of Phi(x) on one of 32 segments of width 0.375 (gelu_table.h, fitted by
+  // bench/gelu_table_fit.py): segment n = round(x / 0.375), taken from the low bits of
+  // x / 0.375 + 1.5 * 2^23 (the rounding happens in that one add), r = x - 0.375 n, exact.
+  // 13 vector ops under AVX-512 (clamp 2, segment 3, 5 permutes, 4 FMAs, the product)
+  // where the A&S 7.1.26 form took a division, an exp and ~33 ops. |error| <= 4.1e-7, and
+  // <= 2.1e-7 |x| (cpu_vec_test, against double erf over a sweep of all floats).
+  // x is clamped to [-6.18, 5.81]: the outer segments are P = 0 (x <= -5.81, where
+  // |GeLU| < 2e-8) and P = 1 (x >= 5.44, GeLU(x) = x to 1.5e-7), so the tails need no
+  // select: far negative x gives -0, +inf gives +inf, -inf gives NaN (inf * 0) and NaN
+  // stays NaN (the clamp keeps it), all as gelu_erf.
   static F gelu_erf_fast(F x) {
-    const F h = T::mul(x, T::set1(0.5f));
-    const F z = T::abs(T::mul(x, T::set1(0.70710678118654752f)));
-    const F t = T::div(T::set1(1.0f), T::fmadd(z, T::set1(0.3275911f), T::set1(1.0f)));
-    F p = T::set1(1.061405429f);
-    p = T::fmadd(p, t, T::set1(-1.453152027f));
-    p = T::fmadd(p, t, T::set1(1.421413741f));
-    p = T::fmadd(p, t, T::set1(-0.284496736f));
-    p = T::fmadd(p, t, T::set1(0.254829592f));
-    const F c = T::mul(T::mul(p, t), exp_flush(T::sub(T::set1(0.0f), T::mul(z, z))));
-    return T::select(T::lt(x, T::set1(0.0f)), T::mul(h, c), T::mul(h, T::sub(T::set1(2.0f), c)));
+    const F magic = T::set1(0x1.8p23f);
+    if constexpr (T::kLookup32) {
+      const F c = T::min(T::set1(kGeluPhiHi), T::max(T::set1(kGeluPhiLo), x));
+      const F u = T::fmadd(c, T::set1(1.0f / kGeluPhiWidth), magic);
+      const F r = T::fmadd(T::sub(u, magic), T::set1(-kGeluPhiWidth), c);
+      F p = T::lookup32(kGeluPhi[kGeluPhiDegree], u);
+      for (int j = kGeluPhiDegree - 1; j >= 0; --j) p = T::fmadd(p, r, T::lookup32(kGeluPhi[j], u));
+      return T::mul(x, p);
+    } else {
+      // Where only 16-entry lookups are cheap (AVX2: two vpermps and a blend), the
+      // segments n >= 0 on |x| and Phi(-a) = 1 - Phi(a): GeLU(x) = |x| P(|x|) + min(x, 0).
+      // The add cancels for x << 0 (|error| <= half an ulp of x, within the bound above);
+      // far negative x gives +0, -inf NaN, NaN stays NaN.
+      const F ax = T::abs(x);
+      const F c = T::min(T::set1(kGeluPhiHi), ax);
+      const F u = T::fmadd(c, T::set1(1.0f / kGeluPhiWidth), magic);
+      const F r = T::fmadd(T::sub(u, magic), T::set1(-kGeluPhiWidth), c);
+      F p = T::lookup16(kGeluPhi[kGeluPhiDegree], u);
+      for (int j = kGeluPhiDegree - 1; j >= 0; --j) p = T::fmadd(p, r, T::lookup16(kGeluPhi[j], u));
+      return T::add(T::mul(ax, p), T::min(x, T::set1(0.0f)));
+    }
   }
 
   // 0.5 x (1 + tanh(u)) == x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).

@@ -7,7 +7,8 @@
 
 namespace octet::cpu {
 
-// GeluErfFast: octet.QMatMul's epilogue GeLU (vec_impl.h), not an ONNX op's.
+// GeluErfFast: the GeLU of octet.QMatMul's epilogue and of fp32 MatMulBias' gelu (a piecewise
+// polynomial, |error| <= 4.1e-7; vec_impl.h), not an ONNX op's.
 enum class UnaryOp : int { Exp, Tanh, Erf, Sigmoid, Sqrt, Relu, GeluErf, GeluTanh, GeluErfFast, kCount };
 enum class BinaryOp : int { Add, Sub, Mul, Div, kCount };
 

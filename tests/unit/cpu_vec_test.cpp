@@ -12,11 +12,15 @@
 //                 segment edges of its piecewise polynomial (GeluFastBoundOverAllFloats)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "kernels/cpu/quant_ops.h"
 #include "kernels/cpu/vec_ops.h"
 
 namespace octet::cpu {
@@ -286,6 +290,43 @@ TEST(CpuVecOps, ReductionsAndNormRows) {
       EXPECT_NEAR(sum_of(x.data(), n), sum, 1e-5 * (1 + std::fabs(sum)));
       EXPECT_EQ(max_of(x.data(), n), static_cast<float>(mx));
     }
+  }
+}
+
+// norm_row2 (one row normalized into two affine forms, the first one's range on the way):
+// each output the same bits as norm_row with its gamma / beta, the range min_max's.
+TEST(CpuVecOps, NormRow2IsTwoNormRowsAndTheRange) {
+  for (IsaLevel level : available_isas()) {
+    ScopedIsaLevel scoped(level);
+    const VecTable& t = vec_ops();
+    const QuantTable& q = quant_ops();
+    for (int64_t n : {1, 5, 16, 17, 384, 1537})
+      for (bool beta : {true, false}) {
+        std::vector<float> x(n), g1(n), b1(n), g2(n), b2(n);
+        for (int64_t i = 0; i < n; ++i) {
+          x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)) * 3 + 0.25);
+          g1[i] = static_cast<float>(1.5 + std::cos(0.3 * static_cast<double>(i)));
+          b1[i] = static_cast<float>(0.1 * std::sin(1.1 * static_cast<double>(i)));
+          g2[i] = 0.9f + 0.001f * static_cast<float>(i % 7);
+          b2[i] = -0.05f * static_cast<float>(i % 3);
+        }
+        std::vector<float> want1(n), want2(n), got1(n, -1.0f), got2(n, -1.0f);
+        t.norm_row(x.data(), want1.data(), n, g1.data(), beta ? b1.data() : nullptr, 1e-5f, true);
+        t.norm_row(x.data(), want2.data(), n, g2.data(), beta ? b2.data() : nullptr, 1e-5f, true);
+        float mn = 7, mx = -7, want_mn = 0, want_mx = 0;
+        t.norm_row2(x.data(), n, 1e-5f, {g1.data(), beta ? b1.data() : nullptr, got1.data()},
+                    {g2.data(), beta ? b2.data() : nullptr, got2.data()}, &mn, &mx);
+        q.min_max(want1.data(), n, &want_mn, &want_mx);
+        const std::string where = std::string(t.name) + " n " + std::to_string(n) + (beta ? " beta" : "");
+        EXPECT_EQ(std::memcmp(got1.data(), want1.data(), n * sizeof(float)), 0) << where;
+        EXPECT_EQ(std::memcmp(got2.data(), want2.data(), n * sizeof(float)), 0) << where;
+        EXPECT_EQ(mn, want_mn) << where;
+        EXPECT_EQ(mx, want_mx) << where;
+        std::fill(got1.begin(), got1.end(), -1.0f);
+        t.norm_row2(x.data(), n, 1e-5f, {g1.data(), beta ? b1.data() : nullptr, got1.data()},
+                    {g2.data(), beta ? b2.data() : nullptr, got2.data()}, nullptr, nullptr);  // no range asked
+        EXPECT_EQ(std::memcmp(got1.data(), want1.data(), n * sizeof(float)), 0) << where << " without range";
+      }
   }
 }
 

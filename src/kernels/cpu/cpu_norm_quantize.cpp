@@ -47,9 +47,9 @@ void normalize_rows(KernelContext& ctx, const Tensor& x, const float* g, const f
       const float* xr = px + r * cols;
       float* yr = py ? py + r * cols : nullptr;
       float* n = shared ? yr : row.data();
-      t.norm_row(xr, n, cols, shared ? g : qg, shared ? b : qb, eps, true);
+      if (yr && !shared) t.norm_row2(xr, cols, eps, {qg, qb, n}, {g, b, yr}, nullptr, nullptr);
+      else t.norm_row(xr, n, cols, shared ? g : qg, shared ? b : qb, eps, true);
       quantize_row(r, n);
-      if (yr && !shared) t.norm_row(xr, yr, cols, g, b, eps, true);
     }
   });
 }

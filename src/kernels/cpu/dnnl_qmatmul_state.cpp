@@ -227,26 +227,31 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
     float mn = 0, mx = 0;
     q.epilogue_row(e, row, n, row_range ? &mn : nullptr, row_range ? &mx : nullptr);
     if (norm_) {
-      // LayerNormQuantize's per-row mode on the finished row: the same calls in the same
-      // order, so the same bits as that node reading Y.
-      const float* qb = norm_qb_.empty() ? nullptr : norm_qb_.data();
-      t.norm_row(row, normalized.data(), n, norm_qg_.data(), qb, norm_eps_, true);
-      const cpu::RowParams p = cpu::quantize_row_dynamic(q, normalized.data(), n, norm_int8_, out.norm_q + m * n);
+      // LayerNormQuantize's per-row mode on the finished row: the same numbers as that node
+      // reading Y. With the float output too, both forms from one pass of statistics
+      // (norm_row2), and the quantized form's uint8 range taken on the way.
+      const cpu::NormOutput quantized{norm_qg_.data(), norm_qb_.empty() ? nullptr : norm_qb_.data(), normalized.data()};
+      cpu::RowParams p;
+      if (out.norm_y) {
+        const cpu::NormOutput plain{norm_g_.data(), norm_b_.empty() ? nullptr : norm_b_.data(), out.norm_y + m * n};
+        float nmn = 0, nmx = 0;
+        t.norm_row2(row, n, norm_eps_, quantized, plain, norm_int8_ ? nullptr : &nmn, norm_int8_ ? nullptr : &nmx);
+        p = norm_int8_ ? cpu::quantize_row_dynamic(q, normalized.data(), n, true, out.norm_q + m * n)
+                       : cpu::quantize_row_in_range(q, normalized.data(), n, nmn, nmx, out.norm_q + m * n);
+      } else {
+        t.norm_row(row, normalized.data(), n, quantized.gamma, quantized.beta, norm_eps_, true);
+        p = cpu::quantize_row_dynamic(q, normalized.data(), n, norm_int8_, out.norm_q + m * n);
+      }
       out.norm_scale[m] = p.scale;
       out.norm_zero[m] = p.zero_point;
-      if (out.norm_y)
-        t.norm_row(row, out.norm_y + m * n, n, norm_g_.data(), norm_b_.empty() ? nullptr : norm_b_.data(), norm_eps_,
-                   true);
     }
     if (quantized_y_) {
       uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
       q.quantize(row, n, y_scale_, y_zero_, int8_y_ ? -128 : 0, int8_y_ ? 127 : 255, qy);
     } else if (per_row_y_) {
       uint8_t* qy = static_cast<uint8_t*>(out.y) + m * n;
-      // quantize_row_dynamic's parameters and pass, with the range already taken.
-      const cpu::RowParams p =
-          row_range ? cpu::dynamic_uint8_params(mn, mx) : cpu::dynamic_row_params(q, row, n, int8_row_y_);
-      q.quantize(row, n, p.scale, p.zero_point, 0, 255, qy);
+      const cpu::RowParams p = row_range ? cpu::quantize_row_in_range(q, row, n, mn, mx, qy)
+                                         : cpu::quantize_row_dynamic(q, row, n, int8_row_y_, qy);
       out.row_scale[m] = p.scale;
       out.row_zero[m] = p.zero_point;
     }

@@ -76,4 +76,13 @@ inline RowParams quantize_row_dynamic(const QuantTable& q, const float* x, int64
   return p;
 }
 
+// quantize_row_dynamic's uint8 form for a row whose range [mn, mx] a writer already took on
+// the way (as QuantTable::min_max reports it): the same parameters and pass.
+inline RowParams quantize_row_in_range(const QuantTable& q, const float* x, int64_t n, float mn, float mx,
+                                       uint8_t* out) {
+  const RowParams p = dynamic_uint8_params(mn, mx);
+  q.quantize(x, n, p.scale, p.zero_point, 0, 255, out);
+  return p;
+}
+
 }  // namespace octet::cpu

@@ -302,9 +302,13 @@ void row_softmax(const float* x, float* y, int64_t n, float scale) {
   row_scale<T>(y, 1.0f / s, y, n);
 }
 
+// A normalized row's statistics: y = (x - mean) * inv * gamma (+ beta).
+struct NormStats {
+  float mean, inv;
+};
+
 template <class T>
-void row_norm(const float* x, float* y, int64_t n, const float* gamma, const float* beta, float eps,
-              bool center) {
+NormStats row_norm_stats(const float* x, int64_t n, float eps, bool center) {
   using F = typename T::F;
   const float inv_n = 1.0f / static_cast<float>(n);
   const float mean = center ? row_sum<T>(x, n) * inv_n : 0.0f;
@@ -315,11 +319,24 @@ void row_norm(const float* x, float* y, int64_t n, const float* gamma, const flo
     const F d = T::sub(v, vm);
     return T::mul(d, d);
   });
-  const float inv = 1.0f / __builtin_sqrtf(sq * inv_n + eps);
-  const F vi = T::set1(inv);
+  return {mean, 1.0f / __builtin_sqrtf(sq * inv_n + eps)};
+}
+
+// y = (x - mean) * inv * gamma (+ beta); with kRange also y's range as min_max_row takes it
+// (0 included -- tail lanes give 0 --, NaN skipped by the operand order) into *mn, *mx.
+template <class T, bool kRange>
+void row_norm_apply(const float* x, float* y, int64_t n, const float* gamma, const float* beta, NormStats st,
+                    float* mn, float* mx) {
+  using F = typename T::F;
+  const F vm = T::set1(st.mean), vi = T::set1(st.inv), zero = T::set1(0.0f);
+  F lo = zero, hi = zero;
   auto out = [&](F v, F g, const float* b, int64_t at, int64_t count) {
     F r = T::mul(T::mul(T::sub(v, vm), vi), g);
     if (b) r = T::add(r, count == T::kWidth ? T::load(b + at) : T::load_tail(b + at, count, 0.0f));
+    if constexpr (kRange) {
+      lo = T::min(r, lo);
+      hi = T::max(r, hi);
+    }
     return r;
   };
   int64_t i = 0;
@@ -328,6 +345,25 @@ void row_norm(const float* x, float* y, int64_t n, const float* gamma, const flo
   if (i < n)
     T::store_tail(y + i, out(T::load_tail(x + i, n - i, 0.0f), T::load_tail(gamma + i, n - i, 0.0f), beta, i, n - i),
                   n - i);
+  if constexpr (kRange) {
+    *mn = 0.0f - T::reduce_max(T::sub(zero, lo));
+    *mx = T::reduce_max(hi);
+  }
+}
+
+template <class T>
+void row_norm(const float* x, float* y, int64_t n, const float* gamma, const float* beta, float eps,
+              bool center) {
+  row_norm_apply<T, false>(x, y, n, gamma, beta, row_norm_stats<T>(x, n, eps, center), nullptr, nullptr);
+}
+
+template <class T>
+void row_norm2(const float* x, int64_t n, float eps, const NormOutput& first, const NormOutput& second, float* mn,
+               float* mx) {
+  const NormStats st = row_norm_stats<T>(x, n, eps, true);
+  if (mn && mx) row_norm_apply<T, true>(x, first.y, n, first.gamma, first.beta, st, mn, mx);
+  else row_norm_apply<T, false>(x, first.y, n, first.gamma, first.beta, st, nullptr, nullptr);
+  row_norm_apply<T, false>(x, second.y, n, second.gamma, second.beta, st, nullptr, nullptr);
 }
 
 template <class T, BinaryOp Op>
@@ -396,6 +432,7 @@ void fill_table(VecTable& t, const char* name) {
   t.exp_sum = row_exp_sum<T>;
   t.softmax_row = row_softmax<T>;
   t.norm_row = row_norm<T>;
+  t.norm_row2 = row_norm2<T>;
   t.swiglu = swiglu_row<T>;
   t.unary[static_cast<int>(UnaryOp::Exp)] = unary_row<T, ExpFn<T>>;
   t.unary[static_cast<int>(UnaryOp::Tanh)] = unary_row<T, TanhFn<T>>;

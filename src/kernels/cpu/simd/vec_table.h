@@ -19,6 +19,13 @@ using UnaryFn = void (*)(const float* x, float* y, int64_t n);
 using BinaryFn = void (*)(const float* a, const float* b, float* y, int64_t n);
 using BinaryScalarFn = void (*)(const float* a, float b, float* y, int64_t n);
 
+// One output of VecTable::norm_row2: y = normalized x * gamma (+ beta; beta may be null).
+struct NormOutput {
+  const float* gamma;
+  const float* beta;
+  float* y;
+};
+
 struct VecTable {
   const char* name = nullptr;  // the ISA level of the last fill: "generic", "avx2", "avx512"
 
@@ -36,6 +43,12 @@ struct VecTable {
   // beta may be null. x and y may alias.
   void (*norm_row)(const float* x, float* y, int64_t n, const float* gamma, const float* beta, float eps,
                    bool center) = nullptr;
+  // LayerNormalization of one row into two affine forms (a LayerNorm whose quantized output
+  // has its own gamma / beta, SmoothQuant's folded 1/s): the statistics once, each output
+  // the same bits as norm_row with its gamma / beta. With mn / mx non-null also the first
+  // output's range, as QuantTable::min_max reports it.
+  void (*norm_row2)(const float* x, int64_t n, float eps, const NormOutput& first, const NormOutput& second,
+                    float* mn, float* mx) = nullptr;
 
   // y = (g * sigmoid(g)) * u (octet.SwiGLU), each product rounded to float as the Sigmoid,
   // Mul, Mul it replaces: the same sigmoid as unary[Sigmoid], so bit for bit their result.

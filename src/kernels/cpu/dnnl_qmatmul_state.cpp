@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/dnnl_qmatmul.h"
 #include "kernels/cpu/quant_ops.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/cpu/vec_ops.h"
 
 namespace octet::dnnl_cpu {
@@ -174,12 +175,12 @@ void QMatMulState::quantize_rows(const float* a, int64_t begin, int64_t end, uin
   const int64_t k = gemm_->k();
   // A smoothing Mul folded in (a_channel_scale): each row is scaled in a buffer that stays
   // in cache, instead of a whole-tensor pass before the matmul.
-  std::vector<float> scaled(channel_scale_.empty() ? 0 : static_cast<size_t>(k));
+  float* scaled = channel_scale_.empty() ? nullptr : cpu::thread_scratch_as<float>(cpu::Scratch::ScaledA, k);
   for (int64_t m = begin; m < end; ++m) {
     const float* x = a + m * k;
     if (!channel_scale_.empty()) {
-      cpu::binary(cpu::BinaryOp::Mul, x, channel_scale_.data(), scaled.data(), k);
-      x = scaled.data();
+      cpu::binary(cpu::BinaryOp::Mul, x, channel_scale_.data(), scaled, k);
+      x = scaled;
     }
     cpu::RowParams p{sa_, za_};
     if (static_) q.quantize(x, k, p.scale, p.zero_point, 0, 255, qa + m * k);
@@ -206,8 +207,8 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
   // A quantized Y (or one nobody reads): each float row is formed in a buffer that stays
   // in cache, then quantized (normalized).
   const bool buffered = quantized_y_ || per_row_y_ || !out.y;
-  std::vector<float> buffer(buffered ? static_cast<size_t>(n) : 0);
-  std::vector<float> normalized(norm_ ? static_cast<size_t>(n) : 0);
+  float* buffer = buffered ? cpu::thread_scratch_as<float>(cpu::Scratch::EpilogueRow, n) : nullptr;
+  float* normalized = norm_ ? cpu::thread_scratch_as<float>(cpu::Scratch::EpilogueNormalized, n) : nullptr;
   const cpu::VecTable& t = cpu::vec_ops();
   // One pass per row from the sums to the finished float row (scale, bias, GeLU(erf) as the
   // fused primitive's post-op approximates it (vec_impl.h gelu_erf_fast), output_scale,
@@ -219,7 +220,7 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
   e.out_scale = out_scale_.empty() ? nullptr : out_scale_.data();
   const bool row_range = per_row_y_ && !int8_row_y_;
   for (int64_t m = begin; m < end; ++m) {
-    float* row = buffered ? buffer.data() : static_cast<float*>(out.y) + m * n;
+    float* row = buffered ? buffer : static_cast<float*>(out.y) + m * n;
     e.acc = sums + (m - begin) * n;
     e.za = za[m];
     e.row_scale = sa[m];
@@ -230,17 +231,17 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
       // LayerNormQuantize's per-row mode on the finished row: the same numbers as that node
       // reading Y. With the float output too, both forms from one pass of statistics
       // (norm_row2), and the quantized form's uint8 range taken on the way.
-      const cpu::NormOutput quantized{norm_qg_.data(), norm_qb_.empty() ? nullptr : norm_qb_.data(), normalized.data()};
+      const cpu::NormOutput quantized{norm_qg_.data(), norm_qb_.empty() ? nullptr : norm_qb_.data(), normalized};
       cpu::RowParams p;
       if (out.norm_y) {
         const cpu::NormOutput plain{norm_g_.data(), norm_b_.empty() ? nullptr : norm_b_.data(), out.norm_y + m * n};
         float nmn = 0, nmx = 0;
         t.norm_row2(row, n, norm_eps_, quantized, plain, norm_int8_ ? nullptr : &nmn, norm_int8_ ? nullptr : &nmx);
-        p = norm_int8_ ? cpu::quantize_row_dynamic(q, normalized.data(), n, true, out.norm_q + m * n)
-                       : cpu::quantize_row_in_range(q, normalized.data(), n, nmn, nmx, out.norm_q + m * n);
+        p = norm_int8_ ? cpu::quantize_row_dynamic(q, normalized, n, true, out.norm_q + m * n)
+                       : cpu::quantize_row_in_range(q, normalized, n, nmn, nmx, out.norm_q + m * n);
       } else {
-        t.norm_row(row, normalized.data(), n, quantized.gamma, quantized.beta, norm_eps_, true);
-        p = cpu::quantize_row_dynamic(q, normalized.data(), n, norm_int8_, out.norm_q + m * n);
+        t.norm_row(row, normalized, n, quantized.gamma, quantized.beta, norm_eps_, true);
+        p = cpu::quantize_row_dynamic(q, normalized, n, norm_int8_, out.norm_q + m * n);
       }
       out.norm_scale[m] = p.scale;
       out.norm_zero[m] = p.zero_point;

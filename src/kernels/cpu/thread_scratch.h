@@ -18,6 +18,9 @@ enum class Scratch {
   ConvSrc, ConvDst,  // a Conv's X and Y in oneDNN's layout (dnnl_conv_state.cpp)
   // The int8 GEMM and its callers (dnnl_int8_gemm.h).
   QuantizedA, SplitA, Sums, SplitSums, RowScales, RowZeros, PlainB, Columns,
+  // octet.QMatMul (dnnl_qmatmul_state.cpp): an A row scaled by the folded smoothing, and
+  // in the epilogue a float Y row before it is quantized and its normalized (LayerNorm) form.
+  ScaledA, EpilogueRow, EpilogueNormalized,
   // The float attention kernel (attention.cpp): packed K^T and V, scores, query tile.
   AttentionKeys, AttentionValues, AttentionScores, AttentionQueries,
   // The grouped attention kernel's scores (grouped_attention.cpp).

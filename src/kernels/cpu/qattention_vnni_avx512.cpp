@@ -34,9 +34,15 @@
 //   conversion: ~20 vector ops per 16 keys instead of ~32, 7-9% of probabilities()'
 //   cycles at 128 keys (a one-pass loop with the exact exp and quantize_vec was slower
 //   than two passes: the ops, not the passes, bound it).
+// - Where the CPU has AMX-INT8 (task_avx512_amx), Q.K^T runs on tiles instead: TDPBUSD
+//   sums the same u8 x s8 quads into int32 (wrapping, as VPDPBUSD), 16 query rows x 16 keys
+//   per tile, so the exact sums, the floats and the outputs are the VNNI task's, bit for
+//   bit. kt8's layout is already AMX's B tile (rows = channel quads, 16 keys x 4 bytes).
+//   The softmax, P and P.V then run 4 rows at a time as in the VNNI task.
 // qattention.cpp picks this task at the AVX-512 level where CPUID reports AVX512-VNNI
-// (and tests have not turned it off, see qattn::set_vnni_allowed).
-#pragma GCC target("avx512vnni")
+// (and tests have not turned it off, see qattn::set_vnni_allowed), the AMX one where
+// amx_available() (and qattn::set_amx_allowed has not turned it off).
+#pragma GCC target("avx512vnni,amx-tile,amx-int8")
 
 #include "kernels/cpu/qattention_bytes_avx512.h"
 #include "kernels/cpu/simd/traits_avx512.h"
@@ -51,6 +57,10 @@ constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
 static_assert(kBlockRows % kR == 0 && kR <= kMaxTileRows);
 
+
+// Whether the mask add and the row maximum ride on the score blocks: not for causal rows
+// (filled after the scores) or a mask strided along keys.
+bool fuse_mask(const Args& p) { return !p.causal && (!p.mask || p.m_k == 1); }
 
 // The tile's query rows for the score blocks: bytes q[r] with constant terms rowc[r];
 // with fuse, the blocks also add the mask rows (when given) and keep each row's running
@@ -327,8 +337,9 @@ int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, int16_t
   return out.total(n - 1);
 }
 
-// Scores, softmax and quantized P of `rows` query rows from i, into t (and w's P rows).
-void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, TileP& t) {
+// The tile's scores (rows at w.s, p.skp apart) of `rows` query rows from i, by VPDPBUSD;
+// with fuse (returned) the mask is added and each row's maximum kept in maxes[r].
+bool scores_vnni(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* maxes) {
   const ByteTerms bt(p);
   TileQ tq;
   const uint8_t** q = tq.q;
@@ -344,9 +355,7 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     q[r] = w.q8 + (r < rows ? r : rows - 1) * p.dk4;
     rowc[r] = rowc[r < rows ? r : rows - 1];
   }
-  // The mask add and the row maximum ride on the score blocks unless causal rows (filled
-  // after the scores) or a mask strided along keys need the separate passes.
-  tq.fuse = !p.causal && (!p.mask || p.m_k == 1);
+  tq.fuse = fuse_mask(p);
   for (int64_t r = 0; r < kR; ++r) {
     tq.mask[r] = p.mask && r < rows ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
     tq.vmax[r] = _mm512_set1_ps(-__builtin_inff());
@@ -359,12 +368,23 @@ void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows,
     case 1: scores_block<1>(p, w, tq, j0, rows); break;
     default: break;
   }
+  if (tq.fuse)
+    for (int64_t r = 0; r < rows; ++r) maxes[r] = _mm512_reduce_max_ps(tq.vmax[r]);
+  return tq.fuse;
+}
+
+// Softmax and quantized P of `rows` (<= kR) query rows from i, whose scores are the rows at
+// s (p.skp apart; maxes[r] their maxima when the mask and maximum were fused), into t
+// (and w's P rows).
+void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, float* s, const float* maxes,
+                   bool fuse, Scratch& w, TileP& t) {
+  const ByteTerms bt(p);
   uint8_t* chunks = w.chunks;  // per 32 keys, the groups with a P >= 256 in some row
   for (int64_t c = 0; c < p.skq / 32; ++c) chunks[c] = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = w.s + r * p.skp;
-    mask_score_row(p, b, h, i + r, /*add_mask=*/!tq.fuse, row);
-    const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
+    float* row = s + r * p.skp;
+    mask_score_row(p, b, h, i + r, /*add_mask=*/!fuse, row);
+    const float max = fuse ? maxes[r] : p.vec->max(row, p.kv_len);
     int16_t* pc = w.pc + r * p.skq;
     // row_probabilities: P = e itself (exp2_p_row), the output is divided by the sum;
     // otherwise the vectorized softmax's steps, then P = e * (1 / sum) quantized.
@@ -404,17 +424,131 @@ void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratc
   }
 }
 
+// ---- Q.K^T on AMX tiles
+
+constexpr int64_t kAmxRows = 16;  // query rows per AMX tile (the most a tile holds)
+static_assert(kBlockRows % kAmxRows == 0 && kAmxRows % kR == 0 && kAmxRows <= kMaxTileRows);
+
+// The LDTILECFG operand, palette 1: each tile's rows and bytes per row.
+struct alignas(64) TileConfig {
+  uint8_t palette;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+// Tiles: 0 the int32 sums (16 rows x 16 keys); 1 and 2 a 64-byte chunk of channels of Q
+// (16 rows) and of K^T (16 quads of 16 keys); 3 and 4 the last partial chunk's when dk4 is
+// not a multiple of 64 (MiniLM's 32-channel heads: one 32-byte chunk).
+void configure_tiles(const Args& p) {
+  TileConfig c{};
+  c.palette = 1;
+  c.rows[0] = kAmxRows, c.colsb[0] = 64;
+  c.rows[1] = kAmxRows, c.colsb[1] = 64;
+  c.rows[2] = 16, c.colsb[2] = 64;
+  if (const int tail = static_cast<int>(p.dk4 % 64); tail != 0) {
+    c.rows[3] = kAmxRows, c.colsb[3] = static_cast<uint16_t>(tail);
+    c.rows[4] = static_cast<uint8_t>(tail / 4), c.colsb[4] = 64;
+  }
+  _tile_loadconfig(&c);
+}
+
+// scores_vnni for up to 16 rows: the same sums from TDPBUSD (zero-started; the constant
+// terms kcol + rowc added after, which wraps to the same int32) and the same float steps.
+bool scores_amx(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* maxes) {
+  const ByteTerms bt(p);
+  int32_t rowc[kAmxRows];
+  const float* mask[kAmxRows];
+  __m512 vmax[kAmxRows];
+  const float* qrows = p.q + b * p.q_b + h * p.head_k;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (i + r + kAhead < p.q_len) prefetch(qrows + (i + r + kAhead) * p.q_s, p.head_k);
+    int8_t* dst = reinterpret_cast<int8_t*>(w.q8 + r * p.dk4);
+    const int32_t sum = quantize_bytes<true>(qrows + (i + r) * p.q_s, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
+    rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
+  }
+  // A short tile's missing rows: zero bytes (sums never read), not stale memory.
+  __builtin_memset(w.q8 + rows * p.dk4, 0, (kAmxRows - rows) * p.dk4);
+  const bool fuse = fuse_mask(p);
+  for (int64_t r = 0; r < rows; ++r) {
+    mask[r] = p.mask ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
+    vmax[r] = _mm512_set1_ps(-__builtin_inff());
+  }
+  const int64_t full = p.dk4 / 64;
+  const bool tail = p.dk4 % 64 != 0;
+  const int64_t b_stride = 4 * p.skp;
+  // One chunk of channels (dk4 <= 64): Q's tile loads once for all keys.
+  const bool one_chunk = full + tail == 1;
+  if (one_chunk) {
+    if (tail) _tile_loadd(3, w.q8, p.dk4);
+    else _tile_loadd(1, w.q8, p.dk4);
+  }
+  alignas(64) int32_t c[kAmxRows * 16];
+  const __m512 m1 = _mm512_set1_ps(p.qk_scale), m2 = _mm512_set1_ps(p.scale);
+  for (int64_t j = 0; j < p.skp; j += 16) {
+    _tile_zero(0);
+    for (int64_t k = 0; k < full; ++k) {
+      if (!one_chunk) _tile_loadd(1, w.q8 + 64 * k, p.dk4);
+      _tile_loadd(2, w.kt8 + 4 * (16 * k * p.skp + j), b_stride);
+      _tile_dpbusd(0, 1, 2);
+    }
+    if (tail) {
+      if (!one_chunk) _tile_loadd(3, w.q8 + 64 * full, p.dk4);
+      _tile_loadd(4, w.kt8 + 4 * (16 * full * p.skp + j), b_stride);
+      _tile_dpbusd(0, 3, 4);
+    }
+    _tile_stored(0, c, 64);
+    const __m512i kcol = _mm512_loadu_si512(w.kcol + j);
+    const __mmask16 real = lanes(p.kv_len - j);
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + 16 * r), _mm512_add_epi32(kcol, _mm512_set1_epi32(rowc[r])));
+      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc)));
+      if (fuse) {
+        if (mask[r]) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, mask[r] + j));
+        vmax[r] = _mm512_mask_max_ps(vmax[r], real, vmax[r], s);
+      }
+      _mm512_storeu_ps(w.s + r * p.skp + j, s);
+    }
+  }
+  if (fuse)
+    for (int64_t r = 0; r < rows; ++r) maxes[r] = _mm512_reduce_max_ps(vmax[r]);
+  return fuse;
+}
+
 }  // namespace
 
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
   pack_head_vnni(p, b, h, w);
   for (int64_t i = i0; i < i1; i += kR) {
     const int64_t rows = min_i64(kR, i1 - i);
+    float maxes[kR];
+    const bool fuse = scores_vnni(p, b, h, i, rows, w, maxes);
     TileP t;
     t.hi = w.hi;
-    probabilities(p, b, h, i, rows, w, t);
+    probabilities(p, b, h, i, rows, w.s, maxes, fuse, w, t);
     output(p, b, h, i, rows, w, t);
   }
+}
+
+void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
+  pack_head_vnni(p, b, h, w);
+  // Tile state is per thread: configured for this task's shapes, released at its end (a
+  // thread holding tiles makes every context switch save 8 KiB more).
+  configure_tiles(p);
+  for (int64_t i = i0; i < i1; i += kAmxRows) {
+    const int64_t rows16 = min_i64(kAmxRows, i1 - i);
+    float maxes[kAmxRows];
+    const bool fuse = scores_amx(p, b, h, i, rows16, w, maxes);
+    for (int64_t r0 = 0; r0 < rows16; r0 += kR) {
+      const int64_t rows = min_i64(kR, rows16 - r0);
+      TileP t;
+      t.hi = w.hi;
+      probabilities(p, b, h, i + r0, rows, w.s + r0 * p.skp, maxes + r0, fuse, w, t);
+      output(p, b, h, i + r0, rows, w, t);
+    }
+  }
+  _tile_release();
 }
 
 }  // namespace octet::cpu::qattn

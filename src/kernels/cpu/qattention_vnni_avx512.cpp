@@ -438,82 +438,115 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-// Tiles: 0 the int32 sums (16 rows x 16 keys); 1 and 2 a 64-byte chunk of channels of Q
-// (16 rows) and of K^T (16 quads of 16 keys); 3 and 4 the last partial chunk's when dk4 is
-// not a multiple of 64 (MiniLM's 32-channel heads: one 32-byte chunk).
+// Tiles: 1 the Q rows' bytes (16 rows x dk4, dk4 <= 64: one A tile), 0, 2 and 3 K^T
+// blocks (dk4 / 4 quads x 16 keys), 4 to 7 the int32 sums of four 16-key blocks. One
+// accumulator serialized zero, TDPBUSD and the store of each block (36% of the scores'
+// samples right after TDPBUSD); four independent ones let them overlap.
 void configure_tiles(const Args& p) {
   TileConfig c{};
   c.palette = 1;
-  c.rows[0] = kAmxRows, c.colsb[0] = 64;
-  c.rows[1] = kAmxRows, c.colsb[1] = 64;
-  c.rows[2] = 16, c.colsb[2] = 64;
-  if (const int tail = static_cast<int>(p.dk4 % 64); tail != 0) {
-    c.rows[3] = kAmxRows, c.colsb[3] = static_cast<uint16_t>(tail);
-    c.rows[4] = static_cast<uint8_t>(tail / 4), c.colsb[4] = 64;
+  c.rows[1] = kAmxRows, c.colsb[1] = static_cast<uint16_t>(p.dk4);
+  for (int t = 0; t < 8; ++t) {
+    if (t == 1) continue;
+    c.rows[t] = t < 4 ? static_cast<uint8_t>(p.dk4 / 4) : kAmxRows;
+    c.colsb[t] = 64;
   }
   _tile_loadconfig(&c);
 }
 
-// scores_vnni for up to 16 rows: the same sums from TDPBUSD (zero-started; the constant
-// terms kcol + rowc added after, which wraps to the same int32) and the same float steps.
-bool scores_amx(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* maxes) {
-  const ByteTerms bt(p);
+// The zero-started sums of the 16 Q rows in tile 1 against keys [j, j + 16 N), block n's
+// 16 x 16 int32 at c + 256 n (rows 64 bytes apart).
+template <int N>
+void tile_sums(const Args& p, const Scratch& w, int64_t j, int32_t* c) {
+  const int8_t* k = w.kt8 + 4 * j;
+  const int64_t stride = 4 * p.skp;
+  _tile_zero(4);
+  _tile_loadd(0, k, stride);
+  _tile_dpbusd(4, 1, 0);
+  if constexpr (N > 1) {
+    _tile_zero(5);
+    _tile_loadd(2, k + 64, stride);
+    _tile_dpbusd(5, 1, 2);
+  }
+  if constexpr (N > 2) {
+    _tile_zero(6);
+    _tile_loadd(3, k + 128, stride);
+    _tile_dpbusd(6, 1, 3);
+  }
+  if constexpr (N > 3) {
+    _tile_zero(7);
+    _tile_loadd(0, k + 192, stride);
+    _tile_dpbusd(7, 1, 0);
+  }
+  _tile_stored(4, c, 64);
+  if constexpr (N > 1) _tile_stored(5, c + 256, 64);
+  if constexpr (N > 2) _tile_stored(6, c + 512, 64);
+  if constexpr (N > 3) _tile_stored(7, c + 768, 64);
+}
+
+// The rows' scores of keys [j, j + 16 N) from the tile sums at c, as scores_block does.
+struct AmxRows {
   int32_t rowc[kAmxRows];
   const float* mask[kAmxRows];
   __m512 vmax[kAmxRows];
+  bool fuse;
+};
+template <int N>
+void scores_from_sums(const Args& p, const Scratch& w, AmxRows& a, int64_t j, int64_t rows, int32_t* c) {
+  tile_sums<N>(p, w, j, c);
+  const __m512 m1 = _mm512_set1_ps(p.qk_scale), m2 = _mm512_set1_ps(p.scale);
+  __m512i kcol[N];
+  for (int n = 0; n < N; ++n) kcol[n] = _mm512_loadu_si512(w.kcol + j + 16 * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512i rowc = _mm512_set1_epi32(a.rowc[r]);
+#pragma GCC unroll 4
+    for (int n = 0; n < N; ++n) {
+      const int64_t jn = j + 16 * n;
+      const __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + 256 * n + 16 * r), _mm512_add_epi32(kcol[n], rowc));
+      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc)));
+      if (a.fuse) {
+        const __mmask16 real = lanes(p.kv_len - jn);
+        if (a.mask[r]) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, a.mask[r] + jn));
+        a.vmax[r] = _mm512_mask_max_ps(a.vmax[r], real, a.vmax[r], s);
+      }
+      _mm512_storeu_ps(w.s + r * p.skp + jn, s);
+    }
+  }
+}
+
+// scores_vnni for up to 16 rows (dk4 <= 64): the same sums from TDPBUSD (zero-started; the
+// constant terms kcol + rowc added after, which wraps to the same int32) and the same
+// float steps, in the same order per row and lane (the running maximum's NaN cases too).
+bool scores_amx(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* maxes) {
+  const ByteTerms bt(p);
+  AmxRows a;
   const float* qrows = p.q + b * p.q_b + h * p.head_k;
   for (int64_t r = 0; r < rows; ++r) {
     if (i + r + kAhead < p.q_len) prefetch(qrows + (i + r + kAhead) * p.q_s, p.head_k);
     int8_t* dst = reinterpret_cast<int8_t*>(w.q8 + r * p.dk4);
     const int32_t sum = quantize_bytes<true>(qrows + (i + r) * p.q_s, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
-    rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
+    a.rowc[r] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
   }
   // A short tile's missing rows: zero bytes (sums never read), not stale memory.
   __builtin_memset(w.q8 + rows * p.dk4, 0, (kAmxRows - rows) * p.dk4);
-  const bool fuse = fuse_mask(p);
+  _tile_loadd(1, w.q8, p.dk4);
+  a.fuse = fuse_mask(p);
   for (int64_t r = 0; r < rows; ++r) {
-    mask[r] = p.mask ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
-    vmax[r] = _mm512_set1_ps(-__builtin_inff());
+    a.mask[r] = p.mask ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
+    a.vmax[r] = _mm512_set1_ps(-__builtin_inff());
   }
-  const int64_t full = p.dk4 / 64;
-  const bool tail = p.dk4 % 64 != 0;
-  const int64_t b_stride = 4 * p.skp;
-  // One chunk of channels (dk4 <= 64): Q's tile loads once for all keys.
-  const bool one_chunk = full + tail == 1;
-  if (one_chunk) {
-    if (tail) _tile_loadd(3, w.q8, p.dk4);
-    else _tile_loadd(1, w.q8, p.dk4);
+  alignas(64) int32_t c[4 * 256];
+  int64_t j = 0;
+  for (; j + 64 <= p.skp; j += 64) scores_from_sums<4>(p, w, a, j, rows, c);
+  switch ((p.skp - j) / 16) {
+    case 3: scores_from_sums<3>(p, w, a, j, rows, c); break;
+    case 2: scores_from_sums<2>(p, w, a, j, rows, c); break;
+    case 1: scores_from_sums<1>(p, w, a, j, rows, c); break;
+    default: break;
   }
-  alignas(64) int32_t c[kAmxRows * 16];
-  const __m512 m1 = _mm512_set1_ps(p.qk_scale), m2 = _mm512_set1_ps(p.scale);
-  for (int64_t j = 0; j < p.skp; j += 16) {
-    _tile_zero(0);
-    for (int64_t k = 0; k < full; ++k) {
-      if (!one_chunk) _tile_loadd(1, w.q8 + 64 * k, p.dk4);
-      _tile_loadd(2, w.kt8 + 4 * (16 * k * p.skp + j), b_stride);
-      _tile_dpbusd(0, 1, 2);
-    }
-    if (tail) {
-      if (!one_chunk) _tile_loadd(3, w.q8 + 64 * full, p.dk4);
-      _tile_loadd(4, w.kt8 + 4 * (16 * full * p.skp + j), b_stride);
-      _tile_dpbusd(0, 3, 4);
-    }
-    _tile_stored(0, c, 64);
-    const __m512i kcol = _mm512_loadu_si512(w.kcol + j);
-    const __mmask16 real = lanes(p.kv_len - j);
-    for (int64_t r = 0; r < rows; ++r) {
-      const __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + 16 * r), _mm512_add_epi32(kcol, _mm512_set1_epi32(rowc[r])));
-      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc)));
-      if (fuse) {
-        if (mask[r]) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, mask[r] + j));
-        vmax[r] = _mm512_mask_max_ps(vmax[r], real, vmax[r], s);
-      }
-      _mm512_storeu_ps(w.s + r * p.skp + j, s);
-    }
-  }
-  if (fuse)
-    for (int64_t r = 0; r < rows; ++r) maxes[r] = _mm512_reduce_max_ps(vmax[r]);
-  return fuse;
+  if (a.fuse)
+    for (int64_t r = 0; r < rows; ++r) maxes[r] = _mm512_reduce_max_ps(a.vmax[r]);
+  return a.fuse;
 }
 
 }  // namespace
@@ -532,6 +565,9 @@ void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i
 }
 
 void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
+  // Heads past 64 channels would need Q in several A tiles (and a partial last one): the
+  // models' heads have 32 or 64; those keep the VNNI scores.
+  if (p.dk4 > 64) return task_avx512_vnni(p, b, h, i0, i1, w);
   pack_head_vnni(p, b, h, w);
   // Tile state is per thread: configured for this task's shapes, released at its end (a
   // thread holding tiles makes every context switch save 8 KiB more).

@@ -134,9 +134,9 @@ void qattention_f32(KernelContext& ctx) {
   // per run; every task writes what it reads), each on a 64-byte line of its own.
   auto make_scratch = [&] {
     const int64_t sizes[] = {2 * p.dk2 * p.skp,  2 * p.sk2 * p.dvp,        2 * p.skp * p.dk2,
-                             2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
+                             2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kBlockRows * p.skp,
                              2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
-                             4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
+                             4 * p.skp,          kBlockRows * p.dk4,     p.sk4 * p.dvp,
                              4 * p.dvp,          p.skq / 32,               2 * (p.skq / 4)};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);

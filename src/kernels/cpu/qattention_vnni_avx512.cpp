@@ -439,10 +439,7 @@ struct alignas(64) TileConfig {
 };
 
 // Tiles: 1 the Q rows' bytes (16 rows x dk4, dk4 <= 64: one A tile), 0, 2 and 3 K^T
-// blocks (dk4 / 4 quads x 16 keys), 4 and 5, 6 and 7 the int32 sums of two 16-key blocks,
-// two sets: the sums of the next 32 keys are computed (and stored) while the vector code
-// converts the last ones. With one set each step waited on TDPBUSD and the tile stores
-// (tiles are not renamed: the next zero waits for the last store).
+// blocks (dk4 / 4 quads x 16 keys), 4 to 7 the int32 sums of 16-key blocks, used in turn.
 void configure_tiles(const Args& p) {
   TileConfig c{};
   c.palette = 1;
@@ -455,75 +452,57 @@ void configure_tiles(const Args& p) {
   _tile_loadconfig(&c);
 }
 
-// The zero-started sums of the 16 Q rows in tile 1 against keys [j, j + 16 N) (N 1 or 2),
-// block n's 16 x 16 int32 at c + 256 n (rows 64 bytes apart), in tile set kSet.
-template <int kSet, int N>
-void tile_sums(const Args& p, const Scratch& w, int64_t j, int32_t* c) {
+// The zero-started int32 sums of the 16 Q rows in tile 1 against keys [j, j + 64) (or to
+// skp), stored in place of their scores (rows p.skp apart): the AMX work of a whole task
+// runs as one stream, no vector code waiting on it between blocks.
+void tile_sums(const Args& p, const Scratch& w, int64_t j, int32_t* out) {
   const int8_t* k = w.kt8 + 4 * j;
   const int64_t stride = 4 * p.skp;
-  if constexpr (kSet == 0) {
-    _tile_zero(4);
-    _tile_loadd(0, k, stride);
-    _tile_dpbusd(4, 1, 0);
-    if constexpr (N > 1) {
-      _tile_zero(5);
-      _tile_loadd(2, k + 64, stride);
-      _tile_dpbusd(5, 1, 2);
-    }
-    _tile_stored(4, c, 64);
-    if constexpr (N > 1) _tile_stored(5, c + 256, 64);
-  } else {
-    _tile_zero(6);
-    _tile_loadd(3, k, stride);
-    _tile_dpbusd(6, 1, 3);
-    if constexpr (N > 1) {
-      _tile_zero(7);
-      _tile_loadd(0, k + 64, stride);
-      _tile_dpbusd(7, 1, 0);
-    }
-    _tile_stored(6, c, 64);
-    if constexpr (N > 1) _tile_stored(7, c + 256, 64);
+  const int64_t n = min_i64(4, (p.skp - j) / 16);
+  _tile_zero(4);
+  _tile_loadd(0, k, stride);
+  _tile_dpbusd(4, 1, 0);
+  if (n > 1) {
+    _tile_zero(5);
+    _tile_loadd(2, k + 64, stride);
+    _tile_dpbusd(5, 1, 2);
   }
-}
-template <int kSet>
-void tile_sums(const Args& p, const Scratch& w, int64_t j, int32_t* c) {
-  if (j + 32 <= p.skp) tile_sums<kSet, 2>(p, w, j, c);
-  else tile_sums<kSet, 1>(p, w, j, c);
+  if (n > 2) {
+    _tile_zero(6);
+    _tile_loadd(3, k + 128, stride);
+    _tile_dpbusd(6, 1, 3);
+  }
+  if (n > 3) {
+    _tile_zero(7);
+    _tile_loadd(0, k + 192, stride);
+    _tile_dpbusd(7, 1, 0);
+  }
+  _tile_stored(4, out + j, stride);
+  if (n > 1) _tile_stored(5, out + j + 16, stride);
+  if (n > 2) _tile_stored(6, out + j + 32, stride);
+  if (n > 3) _tile_stored(7, out + j + 48, stride);
 }
 
-// The rows' scores of keys [j, j + 16 N) from the tile sums at c, as scores_block does.
-struct AmxRows {
-  int32_t rowc[kAmxRows];
-  const float* mask[kAmxRows];
-  __m512 vmax[kAmxRows];
-  bool fuse;
-};
-template <int N>
-void scores_from_sums(const Args& p, const Scratch& w, AmxRows& a, int64_t j, int64_t rows, const int32_t* c,
-                      float* out) {
+// Query row i's scores, in place from its int32 sums (constant term rowc), as scores_block
+// computes them: the same float steps in the same order per lane (the running maximum's
+// NaN cases too). Returns the row's maximum with fuse.
+float scores_from_sums(const Args& p, const Scratch& w, int64_t b, int64_t h, int64_t i, int32_t rowc, bool fuse,
+                       float* row) {
   const __m512 m1 = _mm512_set1_ps(p.qk_scale), m2 = _mm512_set1_ps(p.scale);
-  __m512i kcol[N];
-  __mmask16 real[N];
-  for (int n = 0; n < N; ++n) {
-    kcol[n] = _mm512_loadu_si512(w.kcol + j + 16 * n);
-    real[n] = lanes(p.kv_len - j - 16 * n);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const __m512i rowc = _mm512_set1_epi32(a.rowc[r]);
-    __m512 vmax = a.vmax[r];  // in a register across the row's blocks
-#pragma GCC unroll 2
-    for (int n = 0; n < N; ++n) {
-      const int64_t jn = j + 16 * n;
-      const __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + 256 * n + 16 * r), _mm512_add_epi32(kcol[n], rowc));
-      __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc)));
-      if (a.fuse) {
-        if (a.mask[r]) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real[n], a.mask[r] + jn));
-        vmax = _mm512_mask_max_ps(vmax, real[n], vmax, s);
-      }
-      _mm512_storeu_ps(out + r * p.skp + jn, s);
+  const __m512i rc = _mm512_set1_epi32(rowc);
+  const float* mask = fuse && p.mask ? p.mask + b * p.m_b + h * p.m_h + i * p.m_q : nullptr;
+  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+  for (int64_t j = 0; j < p.skp; j += 16) {
+    const __m512i acc = _mm512_add_epi32(_mm512_loadu_si512(row + j), _mm512_add_epi32(_mm512_loadu_si512(w.kcol + j), rc));
+    __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc)));
+    if (fuse) {
+      const __mmask16 real = lanes(p.kv_len - j);
+      if (mask) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, mask + j));
+      vmax = _mm512_mask_max_ps(vmax, real, vmax, s);
     }
-    a.vmax[r] = vmax;
+    _mm512_storeu_ps(row + j, s);
   }
+  return fuse ? _mm512_reduce_max_ps(vmax) : 0.0f;
 }
 
 // Q rows [i0, i1) of head (b, h) as unsigned bytes in w.q8 (dk4 apart, zero rows up to a
@@ -542,37 +521,6 @@ void quantize_q_rows(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1
   // A short tile's missing rows: zero bytes (sums never read), not stale memory.
   const int64_t n = i1 - i0, padded = (n + kAmxRows - 1) / kAmxRows * kAmxRows;
   __builtin_memset(w.q8 + n * p.dk4, 0, (padded - n) * p.dk4);
-}
-
-// scores_vnni for up to 16 rows from i (dk4 <= 64) whose bytes are at q8 (constant terms
-// rowc): the same sums from TDPBUSD (zero-started; kcol + rowc added after, which wraps to
-// the same int32) and the same float steps, in the same order per row and lane (the
-// running maximum's NaN cases too).
-bool scores_amx(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, const Scratch& w, const uint8_t* q8,
-                const int32_t* rowc, float* out, float* maxes) {
-  AmxRows a;
-  for (int64_t r = 0; r < rows; ++r) a.rowc[r] = rowc[r];
-  _tile_loadd(1, q8, p.dk4);
-  a.fuse = fuse_mask(p);
-  for (int64_t r = 0; r < rows; ++r) {
-    a.mask[r] = p.mask ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
-    a.vmax[r] = _mm512_set1_ps(-__builtin_inff());
-  }
-  // Steps of 32 keys; step t's sums in tile set t % 2 and buffer c[t % 2], issued one
-  // step ahead of their conversion.
-  alignas(64) int32_t c[2][2 * 256];
-  tile_sums<0>(p, w, 0, c[0]);
-  for (int64_t j = 0, t = 0; j < p.skp; j += 32, ++t) {
-    if (j + 32 < p.skp) {
-      if (t % 2 == 0) tile_sums<1>(p, w, j + 32, c[1]);
-      else tile_sums<0>(p, w, j + 32, c[0]);
-    }
-    if (j + 32 <= p.skp) scores_from_sums<2>(p, w, a, j, rows, c[t % 2], out);
-    else scores_from_sums<1>(p, w, a, j, rows, c[t % 2], out);
-  }
-  if (a.fuse)
-    for (int64_t r = 0; r < rows; ++r) maxes[r] = _mm512_reduce_max_ps(a.vmax[r]);
-  return a.fuse;
 }
 
 }  // namespace
@@ -601,11 +549,17 @@ void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1
   float maxes[kBlockRows];
   int32_t rowc[kBlockRows];
   quantize_q_rows(p, b, h, i0, i1, w, rowc);
-  bool fuse = false;
-  for (int64_t i = i0; i < i1; i += kAmxRows)
-    fuse = scores_amx(p, b, h, i, min_i64(kAmxRows, i1 - i), w, w.q8 + (i - i0) * p.dk4, rowc + (i - i0),
-                      w.s + (i - i0) * p.skp, maxes + (i - i0));
+  int32_t* sums = reinterpret_cast<int32_t*>(w.s);
+  for (int64_t i = i0; i < i1; i += kAmxRows) {
+    // A tile of 16 rows; a short last one's extra rows are zero bytes whose sums land in
+    // w.s past the task's rows (sized kBlockRows rows) and are never read.
+    _tile_loadd(1, w.q8 + (i - i0) * p.dk4, p.dk4);
+    for (int64_t j = 0; j < p.skp; j += 64) tile_sums(p, w, j, sums + (i - i0) * p.skp);
+  }
   _tile_release();
+  const bool fuse = fuse_mask(p);
+  for (int64_t i = i0; i < i1; ++i)
+    maxes[i - i0] = scores_from_sums(p, w, b, h, i, rowc[i - i0], fuse, w.s + (i - i0) * p.skp);
   for (int64_t i = i0; i < i1; i += kR) {
     const int64_t rows = min_i64(kR, i1 - i);
     TileP t;

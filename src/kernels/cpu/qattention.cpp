@@ -60,17 +60,12 @@ bool sums_fit_int32(int64_t terms, int64_t a, int64_t b) {
 }
 
 std::atomic<bool> g_vnni_allowed{true};
-std::atomic<bool> g_amx_allowed{true};
-
-cpu::qattn::TaskFn vnni_task() {
-  return cpu::qattn::amx_available() && cpu::qattn::amx_allowed() ? cpu::qattn::task_avx512_amx
-                                                                  : cpu::qattn::task_avx512_vnni;
-}
 
 cpu::qattn::TaskFn task_for(IsaLevel level) {
   switch (level) {
     case IsaLevel::Avx512:
-      return cpu::qattn::vnni_available() && cpu::qattn::vnni_allowed() ? vnni_task() : cpu::qattn::task_avx512;
+      return cpu::qattn::vnni_available() && cpu::qattn::vnni_allowed() ? cpu::qattn::task_avx512_vnni
+                                                                          : cpu::qattn::task_avx512;
     case IsaLevel::Avx2: return cpu::qattn::task_avx2;
     default: return cpu::qattn::task_generic;
   }
@@ -134,9 +129,9 @@ void qattention_f32(KernelContext& ctx) {
   // per run; every task writes what it reads), each on a 64-byte line of its own.
   auto make_scratch = [&] {
     const int64_t sizes[] = {2 * p.dk2 * p.skp,  2 * p.sk2 * p.dvp,        2 * p.skp * p.dk2,
-                             2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kBlockRows * p.skp,
+                             2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
                              2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
-                             4 * p.skp,          kBlockRows * p.dk4,     p.sk4 * p.dvp,
+                             4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
                              4 * p.dvp,          p.skq / 32,               2 * (p.skq / 4)};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);
@@ -168,12 +163,6 @@ bool vnni_available() {
 }
 void set_vnni_allowed(bool allowed) { g_vnni_allowed.store(allowed, std::memory_order_relaxed); }
 bool vnni_allowed() { return g_vnni_allowed.load(std::memory_order_relaxed); }
-bool amx_available() {
-  static const bool has = vnni_available() && amx_int8_usable();
-  return has;
-}
-void set_amx_allowed(bool allowed) { g_amx_allowed.store(allowed, std::memory_order_relaxed); }
-bool amx_allowed() { return g_amx_allowed.load(std::memory_order_relaxed); }
 
 }  // namespace cpu::qattn
 

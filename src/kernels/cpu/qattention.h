@@ -16,10 +16,9 @@ namespace octet::cpu::qattn {
 // Register tiles are 16 int32 lanes wide (one zmm, two ymm); packed K^T rows and packed V
 // rows are padded to a multiple of this, whatever the level, so the driver sizes the scratch.
 constexpr int64_t kCols = 16;
-// Query rows per task (a multiple of every level's tile height), and the tallest tile
-// (the AMX scores' 16 rows, qattention_vnni_avx512.cpp).
+// Query rows per task (a multiple of every level's tile height), and the tallest tile.
 constexpr int64_t kBlockRows = 64;
-constexpr int64_t kMaxTileRows = 16;
+constexpr int64_t kMaxTileRows = 8;
 
 // A centered quantization (ref_attention.h's QuantParam as floats): round(x / scale) is
 // saturated to [lo, hi] = [type min - zp, type max - zp] and stored as int16.
@@ -91,9 +90,6 @@ void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, S
 void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
-// The VNNI task with Q.K^T on AMX-INT8 tiles (the same int32 sums, so the same outputs);
-// only where amx_available().
-void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 // The VNNI task's packing of head (b, h) into w's byte buffers, unless w holds it already
 // (qattention_pack_vnni_avx512.cpp).
 void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w);
@@ -103,11 +99,5 @@ void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w);
 bool vnni_available();
 void set_vnni_allowed(bool allowed);
 bool vnni_allowed();
-// Within the VNNI task, the AMX scores run where the CPU and OS allow AMX-INT8
-// (amx_int8_usable(); OCTET_AMX=0 turns it off for a run). Tests and benchmarks switch
-// it off the same way as VNNI to compare both in one process.
-bool amx_available();
-void set_amx_allowed(bool allowed);
-bool amx_allowed();
 
 }  // namespace octet::cpu::qattn

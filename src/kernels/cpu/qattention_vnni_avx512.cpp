@@ -34,15 +34,9 @@
 //   conversion: ~20 vector ops per 16 keys instead of ~32, 7-9% of probabilities()'
 //   cycles at 128 keys (a one-pass loop with the exact exp and quantize_vec was slower
 //   than two passes: the ops, not the passes, bound it).
-// - Where the CPU has AMX-INT8 (task_avx512_amx), Q.K^T runs on tiles instead: TDPBUSD
-//   sums the same u8 x s8 quads into int32 (wrapping, as VPDPBUSD), 16 query rows x 16 keys
-//   per tile, so the exact sums, the floats and the outputs are the VNNI task's, bit for
-//   bit. kt8's layout is already AMX's B tile (rows = channel quads, 16 keys x 4 bytes).
-//   The softmax, P and P.V then run 4 rows at a time as in the VNNI task.
 // qattention.cpp picks this task at the AVX-512 level where CPUID reports AVX512-VNNI
-// (and tests have not turned it off, see qattn::set_vnni_allowed), the AMX one where
-// amx_available() (and qattn::set_amx_allowed has not turned it off).
-#pragma GCC target("avx512vnni,amx-tile,amx-int8")
+// (and tests have not turned it off, see qattn::set_vnni_allowed).
+#pragma GCC target("avx512vnni")
 
 #include "kernels/cpu/qattention_bytes_avx512.h"
 #include "kernels/cpu/simd/traits_avx512.h"
@@ -57,10 +51,6 @@ constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
 static_assert(kBlockRows % kR == 0 && kR <= kMaxTileRows);
 
-
-// Whether the mask add and the row maximum ride on the score blocks: not for causal rows
-// (filled after the scores) or a mask strided along keys.
-bool fuse_mask(const Args& p) { return !p.causal && (!p.mask || p.m_k == 1); }
 
 // The tile's query rows for the score blocks: bytes q[r] with constant terms rowc[r];
 // with fuse, the blocks also add the mask rows (when given) and keep each row's running
@@ -337,9 +327,8 @@ int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, int16_t
   return out.total(n - 1);
 }
 
-// The tile's scores (rows at w.s, p.skp apart) of `rows` query rows from i, by VPDPBUSD;
-// with fuse (returned) the mask is added and each row's maximum kept in maxes[r].
-bool scores_vnni(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, float* maxes) {
+// Scores, softmax and quantized P of `rows` query rows from i, into t (and w's P rows).
+void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratch& w, TileP& t) {
   const ByteTerms bt(p);
   TileQ tq;
   const uint8_t** q = tq.q;
@@ -355,7 +344,9 @@ bool scores_vnni(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, S
     q[r] = w.q8 + (r < rows ? r : rows - 1) * p.dk4;
     rowc[r] = rowc[r < rows ? r : rows - 1];
   }
-  tq.fuse = fuse_mask(p);
+  // The mask add and the row maximum ride on the score blocks unless causal rows (filled
+  // after the scores) or a mask strided along keys need the separate passes.
+  tq.fuse = !p.causal && (!p.mask || p.m_k == 1);
   for (int64_t r = 0; r < kR; ++r) {
     tq.mask[r] = p.mask && r < rows ? p.mask + b * p.m_b + h * p.m_h + (i + r) * p.m_q : nullptr;
     tq.vmax[r] = _mm512_set1_ps(-__builtin_inff());
@@ -368,23 +359,12 @@ bool scores_vnni(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, S
     case 1: scores_block<1>(p, w, tq, j0, rows); break;
     default: break;
   }
-  if (tq.fuse)
-    for (int64_t r = 0; r < rows; ++r) maxes[r] = _mm512_reduce_max_ps(tq.vmax[r]);
-  return tq.fuse;
-}
-
-// Softmax and quantized P of `rows` (<= kR) query rows from i, whose scores are the rows at
-// s (p.skp apart; maxes[r] their maxima when the mask and maximum were fused), into t
-// (and w's P rows).
-void probabilities(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, float* s, const float* maxes,
-                   bool fuse, Scratch& w, TileP& t) {
-  const ByteTerms bt(p);
   uint8_t* chunks = w.chunks;  // per 32 keys, the groups with a P >= 256 in some row
   for (int64_t c = 0; c < p.skq / 32; ++c) chunks[c] = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = s + r * p.skp;
-    mask_score_row(p, b, h, i + r, /*add_mask=*/!fuse, row);
-    const float max = fuse ? maxes[r] : p.vec->max(row, p.kv_len);
+    float* row = w.s + r * p.skp;
+    mask_score_row(p, b, h, i + r, /*add_mask=*/!tq.fuse, row);
+    const float max = tq.fuse ? _mm512_reduce_max_ps(tq.vmax[r]) : p.vec->max(row, p.kv_len);
     int16_t* pc = w.pc + r * p.skq;
     // row_probabilities: P = e itself (exp2_p_row), the output is divided by the sum;
     // otherwise the vectorized softmax's steps, then P = e * (1 / sum) quantized.
@@ -424,147 +404,15 @@ void output(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Scratc
   }
 }
 
-// ---- Q.K^T on AMX tiles
-
-constexpr int64_t kAmxRows = 16;  // query rows per AMX tile (the most a tile holds)
-static_assert(kBlockRows % kAmxRows == 0 && kAmxRows % kR == 0 && kAmxRows <= kMaxTileRows);
-
-// The LDTILECFG operand, palette 1: each tile's rows and bytes per row.
-struct alignas(64) TileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
-// Tiles: 1 the Q rows' bytes (16 rows x dk4, dk4 <= 64: one A tile), 0, 2 and 3 K^T
-// blocks (dk4 / 4 quads x 16 keys), 4 to 7 the int32 sums of 16-key blocks, used in turn.
-void configure_tiles(const Args& p) {
-  TileConfig c{};
-  c.palette = 1;
-  c.rows[1] = kAmxRows, c.colsb[1] = static_cast<uint16_t>(p.dk4);
-  for (int t = 0; t < 8; ++t) {
-    if (t == 1) continue;
-    c.rows[t] = t < 4 ? static_cast<uint8_t>(p.dk4 / 4) : kAmxRows;
-    c.colsb[t] = 64;
-  }
-  _tile_loadconfig(&c);
-}
-
-// The zero-started int32 sums of the 16 Q rows in tile 1 against keys [j, j + 64) (or to
-// skp), stored in place of their scores (rows p.skp apart): the AMX work of a whole task
-// runs as one stream, no vector code waiting on it between blocks.
-void tile_sums(const Args& p, const Scratch& w, int64_t j, int32_t* out) {
-  const int8_t* k = w.kt8 + 4 * j;
-  const int64_t stride = 4 * p.skp;
-  const int64_t n = min_i64(4, (p.skp - j) / 16);
-  _tile_zero(4);
-  _tile_loadd(0, k, stride);
-  _tile_dpbusd(4, 1, 0);
-  if (n > 1) {
-    _tile_zero(5);
-    _tile_loadd(2, k + 64, stride);
-    _tile_dpbusd(5, 1, 2);
-  }
-  if (n > 2) {
-    _tile_zero(6);
-    _tile_loadd(3, k + 128, stride);
-    _tile_dpbusd(6, 1, 3);
-  }
-  if (n > 3) {
-    _tile_zero(7);
-    _tile_loadd(0, k + 192, stride);
-    _tile_dpbusd(7, 1, 0);
-  }
-  _tile_stored(4, out + j, stride);
-  if (n > 1) _tile_stored(5, out + j + 16, stride);
-  if (n > 2) _tile_stored(6, out + j + 32, stride);
-  if (n > 3) _tile_stored(7, out + j + 48, stride);
-}
-
-// Query row i's scores, in place from its int32 sums (constant term rowc), as scores_block
-// computes them: the same float steps in the same order per lane (the running maximum's
-// NaN cases too). Returns the row's maximum with fuse.
-float scores_from_sums(const Args& p, const Scratch& w, int64_t b, int64_t h, int64_t i, int32_t rowc, bool fuse,
-                       float* row) {
-  const __m512 m1 = _mm512_set1_ps(p.qk_scale), m2 = _mm512_set1_ps(p.scale);
-  const __m512i rc = _mm512_set1_epi32(rowc);
-  const float* mask = fuse && p.mask ? p.mask + b * p.m_b + h * p.m_h + i * p.m_q : nullptr;
-  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
-  for (int64_t j = 0; j < p.skp; j += 16) {
-    const __m512i acc = _mm512_add_epi32(_mm512_loadu_si512(row + j), _mm512_add_epi32(_mm512_loadu_si512(w.kcol + j), rc));
-    __m512 s = _mm512_mul_ps(m2, _mm512_mul_ps(m1, _mm512_cvtepi32_ps(acc)));
-    if (fuse) {
-      const __mmask16 real = lanes(p.kv_len - j);
-      if (mask) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(real, mask + j));
-      vmax = _mm512_mask_max_ps(vmax, real, vmax, s);
-    }
-    _mm512_storeu_ps(row + j, s);
-  }
-  return fuse ? _mm512_reduce_max_ps(vmax) : 0.0f;
-}
-
-// Q rows [i0, i1) of head (b, h) as unsigned bytes in w.q8 (dk4 apart, zero rows up to a
-// multiple of 16) with their constant terms. All of a task's rows before any tile loads
-// them: a tile load waits for the vector stores it reads to drain (no forwarding), which
-// right after each 16 rows' quantization stalled the first TDPBUSD (18% of the scores).
-void quantize_q_rows(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w, int32_t* rowc) {
-  const ByteTerms bt(p);
-  const float* qrows = p.q + b * p.q_b + h * p.head_k;
-  for (int64_t i = i0; i < i1; ++i) {
-    if (i + kAhead < p.q_len) prefetch(qrows + (i + kAhead) * p.q_s, p.head_k);
-    int8_t* dst = reinterpret_cast<int8_t*>(w.q8 + (i - i0) * p.dk4);
-    const int32_t sum = quantize_bytes<true>(qrows + i * p.q_s, p.head_k, p.qq, bt.q_lo, dst, p.dk4);
-    rowc[i - i0] = static_cast<int32_t>(static_cast<uint32_t>(bt.ck) * static_cast<uint32_t>(sum));
-  }
-  // A short tile's missing rows: zero bytes (sums never read), not stale memory.
-  const int64_t n = i1 - i0, padded = (n + kAmxRows - 1) / kAmxRows * kAmxRows;
-  __builtin_memset(w.q8 + n * p.dk4, 0, (padded - n) * p.dk4);
-}
-
 }  // namespace
 
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
   pack_head_vnni(p, b, h, w);
   for (int64_t i = i0; i < i1; i += kR) {
     const int64_t rows = min_i64(kR, i1 - i);
-    float maxes[kR];
-    const bool fuse = scores_vnni(p, b, h, i, rows, w, maxes);
     TileP t;
     t.hi = w.hi;
-    probabilities(p, b, h, i, rows, w.s, maxes, fuse, w, t);
-    output(p, b, h, i, rows, w, t);
-  }
-}
-
-void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
-  // Heads past 64 channels would need Q in several A tiles (and a partial last one): the
-  // models' heads have 32 or 64; those keep the VNNI scores.
-  if (p.dk4 > 64) return task_avx512_vnni(p, b, h, i0, i1, w);
-  pack_head_vnni(p, b, h, w);
-  // Tile state is per thread: configured for this task's shapes, released at its end (a
-  // thread holding tiles makes every context switch save 8 KiB more).
-  configure_tiles(p);
-  float maxes[kBlockRows];
-  int32_t rowc[kBlockRows];
-  quantize_q_rows(p, b, h, i0, i1, w, rowc);
-  int32_t* sums = reinterpret_cast<int32_t*>(w.s);
-  for (int64_t i = i0; i < i1; i += kAmxRows) {
-    // A tile of 16 rows; a short last one's extra rows are zero bytes whose sums land in
-    // w.s past the task's rows (sized kBlockRows rows) and are never read.
-    _tile_loadd(1, w.q8 + (i - i0) * p.dk4, p.dk4);
-    for (int64_t j = 0; j < p.skp; j += 64) tile_sums(p, w, j, sums + (i - i0) * p.skp);
-  }
-  _tile_release();
-  const bool fuse = fuse_mask(p);
-  for (int64_t i = i0; i < i1; ++i)
-    maxes[i - i0] = scores_from_sums(p, w, b, h, i, rowc[i - i0], fuse, w.s + (i - i0) * p.skp);
-  for (int64_t i = i0; i < i1; i += kR) {
-    const int64_t rows = min_i64(kR, i1 - i);
-    TileP t;
-    t.hi = w.hi;
-    probabilities(p, b, h, i, rows, w.s + (i - i0) * p.skp, maxes + (i - i0), fuse, w, t);
+    probabilities(p, b, h, i, rows, w, t);
     output(p, b, h, i, rows, w, t);
   }
 }

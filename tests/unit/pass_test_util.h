@@ -63,6 +63,15 @@ inline int count_ops(const Graph& g, const std::string& op, const std::string& d
 }
 
 // Deterministic values in [-span, span], different per `seed`.
+// A near miss: the pass leaves g as it was -- the same node count, and no `op` (the form it
+// fuses into) appears.
+inline void expect_pass_leaves_alone(Graph& g, const Pass& pass, const std::string& op, const std::string& domain) {
+  const size_t nodes = g.node_count();
+  run_pass(g, pass);
+  EXPECT_EQ(g.node_count(), nodes);
+  EXPECT_EQ(count_ops(g, op, domain), 0);
+}
+
 inline Tensor ramp(DType t, std::vector<int64_t> shape, int seed = 0, float span = 3.0f) {
   Tensor out(t, std::move(shape));
   for (int64_t i = 0; i < out.numel(); ++i) {

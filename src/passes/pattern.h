@@ -48,6 +48,22 @@ double constant_tolerance(DType t, double rel_tol);
 // The node that produces `v` when it is the ai.onnx op `op_type`; nullptr otherwise.
 Node* producer(const Value* v, const char* op_type);
 bool is_op(const Node* n, const char* op_type);  // ai.onnx domain
+// One sweep of a rewrite over a snapshot of g.nodes(): at each node that no applied
+// rewrite of this sweep removed (and, unless `anchor_op` is nullptr, that is that ai.onnx
+// op), `try_at(node, removed)` matches and applies; it returns the nodes its applied
+// rewrite removed (empty when it did not apply) and reads `removed` to skip a match that
+// reaches a node already gone. True when any rewrite applied. The loop every pass repeated.
+template <class TryAt>
+bool sweep_rewrites(Graph& g, const char* anchor_op, TryAt try_at) {
+  RemovedNodes removed;
+  for (Node* n : g.nodes()) {
+    if (removed.contains(n) || (anchor_op && !is_op(n, anchor_op))) continue;
+    const std::vector<Node*> gone = try_at(n, static_cast<const RemovedNodes&>(removed));
+    removed.add(gone);
+  }
+  return removed.any();
+}
+
 // Add, or a two-input Sum (ONNX's own function bodies, e.g. Gelu's, write 1 + erf as Sum).
 bool is_add(const Node* n);
 // The one node reading `v` when `v` has exactly one use and is not a graph output.

@@ -215,16 +215,14 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;  // a token tail's Reshape/Transpose go with their Conv
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_op(n, "Conv")) continue;
+  // A token tail's Reshape/Transpose and shape nodes go with their Conv.
+  return sweep_rewrites(g, "Conv", [&](Node* n, const RemovedNodes&) {
     Match m;
-    if (match(n, m) && apply(g, ctx, m)) {
-      removed.add({m.conv, m.flatten, m.transpose});
-      removed.add(m.shapes);
-    }
-  }
-  return removed.any();
+    if (!match(n, m) || !apply(g, ctx, m)) return std::vector<Node*>{};
+    std::vector<Node*> gone{m.conv, m.flatten, m.transpose};
+    gone.insert(gone.end(), m.shapes.begin(), m.shapes.end());
+    return gone;
+  });
 }
 
 }  // namespace

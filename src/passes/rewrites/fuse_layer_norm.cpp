@@ -107,13 +107,10 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 
 bool run(Graph& g, PassContext& ctx) {
   if (!onnx_opset_at_least(g, 17)) return false;
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_op(n, "ReduceMean")) continue;
+  return sweep_rewrites(g, "ReduceMean", [&](Node* n, const RemovedNodes&) {
     Match m;
-    if (match(n, m) && apply(g, ctx, m)) removed.add(m.nodes);
-  }
-  return removed.any();
+    return match(n, m) && apply(g, ctx, m) ? m.nodes : std::vector<Node*>{};
+  });
 }
 
 }  // namespace

@@ -62,13 +62,10 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_op(n, "MatMul")) continue;
+  return sweep_rewrites(g, "MatMul", [&](Node* n, const RemovedNodes&) {
     Match m;
-    if (match(n, m) && apply(g, ctx, m)) removed.add({m.matmul, m.add});
-  }
-  return removed.any();
+    return match(n, m) && apply(g, ctx, m) ? std::vector<Node*>{m.matmul, m.add} : std::vector<Node*>{};
+  });
 }
 
 }  // namespace

@@ -135,13 +135,12 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || residual_slot(n) < 0) continue;
+  return sweep_rewrites(g, nullptr, [&](Node* n, const RemovedNodes& removed) {
     Match m;
-    if (match(n, m) && !removed.contains(m.consumer) && apply(g, ctx, m)) removed.add({m.mmb, m.consumer});
-  }
-  return removed.any();
+    if (residual_slot(n) < 0 || !match(n, m) || removed.contains(m.consumer) || !apply(g, ctx, m))
+      return std::vector<Node*>{};
+    return std::vector<Node*>{m.mmb, m.consumer};
+  });
 }
 
 }  // namespace

@@ -163,15 +163,13 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n)) continue;
+  return sweep_rewrites(g, nullptr, [&](Node* n, const RemovedNodes& removed) {
     Match m;
-    if (!match(n, m) || (m.add && removed.contains(m.add)) || !apply(g, ctx, m)) continue;
-    removed.add({m.node});
-    if (m.add) removed.add({m.add});
-  }
-  return removed.any();
+    if (!match(n, m) || (m.add && removed.contains(m.add)) || !apply(g, ctx, m)) return std::vector<Node*>{};
+    std::vector<Node*> gone{m.node};
+    if (m.add) gone.push_back(m.add);
+    return gone;
+  });
 }
 
 }  // namespace

@@ -81,13 +81,10 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n) || !is_op(n, "Sigmoid")) continue;
+  return sweep_rewrites(g, "Sigmoid", [&](Node* n, const RemovedNodes&) {
     Match m;
-    if (match(n, m) && apply(g, ctx, m)) removed.add(m.nodes);
-  }
-  return removed.any();
+    return match(n, m) && apply(g, ctx, m) ? m.nodes : std::vector<Node*>{};
+  });
 }
 
 }  // namespace

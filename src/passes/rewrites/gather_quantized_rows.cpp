@@ -106,14 +106,10 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  RemovedNodes removed;
-  for (Node* n : g.nodes()) {
-    if (removed.contains(n)) continue;
+  return sweep_rewrites(g, nullptr, [&](Node* n, const RemovedNodes&) {
     Match m;
-    if (!match(n, m) || !apply(g, ctx, m)) continue;
-    removed.add({m.gather});
-  }
-  return removed.any();
+    return match(n, m) && apply(g, ctx, m) ? std::vector<Node*>{m.gather} : std::vector<Node*>{};
+  });
 }
 
 }  // namespace

@@ -25,11 +25,16 @@ whether ort-genai's get_logits gives every prompt position was not tried) and th
 is recorded with its message; the run goes on.
 
 Bandwidth: the machine's read bandwidth, measured in the same run (bench_decode_bandwidth's
-memory_read, a 512 MiB sum with 1 and 2 threads, before the rounds and after them), and for every
-engine x precision the weight bytes a decode step reads (bench/decode_bytes.py: the model's
+memory_read, sums of 64 MiB to 2 GiB with 1 and 2 threads, before the rounds and after them), and for
+every engine x precision the weight bytes a decode step reads (bench/decode_bytes.py: the model's
 constants less the token-embedding table) times its decode tokens/s: the achieved weight bytes/s and
-their share of the 2-thread read bandwidth (issue 16's goal: >= 70%)."""
+their share of the 2-thread read bandwidth (issue 16's goal: >= 70%), both of the 2 GiB read (the
+memory's rate) and of a read of the same size as the step's weights (the smallest measured size that
+holds them): where the last-level cache is large (480 MiB reported on the AMX Xeon), part of a step's
+weights can stay in it, and only the same-size read says how close the GEMVs come to what the machine
+gives that working set."""
 import argparse
+import collections
 import datetime
 import importlib.metadata
 import json
@@ -236,7 +241,8 @@ def octet_has(octet, sub, flag=None):
 
 
 def read_bandwidth(tool):
-    """memory_read's GB/s (wall clock) by thread count, or {"error": ...}."""
+    """memory_read's GB/s (wall clock) by thread count and buffer size, or {"error": ...}:
+    threads_T_mib_S_gb_s per size, and threads_T_gb_s the largest size's (the memory's rate)."""
     if not os.path.exists(tool):
         return {"error": f"{tool} not built (needs libbenchmark-dev)"}
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
@@ -246,16 +252,39 @@ def read_bandwidth(tool):
             return {"error": out}
         with open(f.name) as j:
             rows = json.load(j)["benchmarks"]
-    # names: memory_read/<threads>/real_time; "unshared": bytes over CPU time / threads, the rate had
-    # the threads run all the time (decode_bandwidth.cpp), which other work on a shared host lowers less
-    out = {}
+    # names: memory_read/threads:T/MiB:S/real_time; "unshared": bytes over CPU time / threads, the
+    # rate had the threads run all the time (decode_bandwidth.cpp), which other work on a shared host
+    # lowers less
+    out, largest = {}, {}
     for r in rows:
-        if r.get("run_type", "iteration") == "iteration":
-            t = r["name"].split("/")[1]
-            out[f"threads_{t}_gb_s"] = r["bytes_per_second"] / 1e9
-            if "bytes_per_second_unshared" in r:
-                out[f"threads_{t}_unshared_gb_s"] = r["bytes_per_second_unshared"] / 1e9
+        if r.get("run_type", "iteration") != "iteration":
+            continue
+        args = dict(part.split(":", 1) for part in r["name"].split("/")[1:] if ":" in part)
+        t, mib = args["threads"], int(args["MiB"])
+        out[f"threads_{t}_mib_{mib}_gb_s"] = r["bytes_per_second"] / 1e9
+        if mib >= largest.get(t, (0, None))[0]:
+            largest[t] = (mib, r)
+    for t, (mib, r) in largest.items():
+        out[f"threads_{t}_gb_s"] = r["bytes_per_second"] / 1e9
+        if "bytes_per_second_unshared" in r:
+            out[f"threads_{t}_unshared_gb_s"] = r["bytes_per_second_unshared"] / 1e9
     return out
+
+
+def same_size_read(measurements, step_bytes):
+    """(MiB, GB/s): the 2-thread read of the smallest measured size that holds step_bytes (the
+    largest size when none does), the higher of the measurements; None when none was taken."""
+    by_size = collections.defaultdict(list)
+    for m in measurements:
+        for k, v in m.items():
+            parts = k.split("_")
+            if k.startswith("threads_2_mib_") and isinstance(v, float):
+                by_size[int(parts[3])].append(v)
+    if not by_size:
+        return None
+    sizes = sorted(by_size)
+    mib = next((s for s in sizes if s * 2**20 >= step_bytes), sizes[-1])
+    return mib, max(by_size[mib])
 
 
 def step_bytes(engine, model):
@@ -314,7 +343,8 @@ def best(rounds, key, pick):
 
 def table(results):
     rows = ["| engine | weights | TTFT ms | decode tok/s | peak RSS MB | perplexity | top-1 vs fp32 ort | "
-            "weight MiB / step | weight GB/s | % of read bw (wall / unshared) | fp32 tokens = ort loop | note |",
+            "weight MiB / step | weight GB/s | % of read bw (2 GiB wall / unshared / same size) | fp32 tokens = ort loop | "
+            "note |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for key, r in results["variants"].items():
         ppl = r.get("perplexity", {})
@@ -325,7 +355,8 @@ def table(results):
         rows.append(f"| {LABEL[r['engine']]} | {r['precision']} | {f(r.get('ttft_ms'), '%.1f')} | "
                     f"{f(r.get('decode_tok_s'), '%.1f')} | {f(r.get('peak_rss_mb'), '%.0f')} | "
                     f"{f(ppl.get('perplexity'), '%.3f')} | {f(ppl.get('top1_agreement'), '%.4f')} | "
-                    f"{f(mb, '%.1f')} | {f(bw.get('achieved_gb_s'), '%.2f')} | {f(bw.get('percent_of_read'), '%.0f%%')} / {f(bw.get('percent_of_unshared'), '%.0f%%')} | "
+                    f"{f(mb, '%.1f')} | {f(bw.get('achieved_gb_s'), '%.2f')} | {f(bw.get('percent_of_read'), '%.0f%%')} / {f(bw.get('percent_of_unshared'), '%.0f%%')} / "
+                    f"{f(bw.get('percent_of_same_size_read'), '%.0f%%')} | "
                     f"{r.get('matches_ortloop', '-')} | {note[:160]} |")
     return "\n".join(rows)
 
@@ -356,8 +387,10 @@ def save(results, path):
         f.write("Weight MiB / step: the model's constants less the token-embedding table (one row of it is read per "
                 "token), bench/decode_bytes.py; weight GB/s: that times decode tok/s; % of read bw: of the machine's "
                 "2-thread read bandwidth measured in this run, the higher of before and after the rounds "
-                "(bench_decode_bandwidth memory_read, a 512 MiB sum; wall clock, and 'unshared': over CPU time, what "
-                "the rate would be had no other work taken the cores): "
+                "(bench_decode_bandwidth memory_read, a 2 GiB sum; wall clock, and 'unshared': over CPU time, what "
+                "the rate would be had no other work taken the cores), and of a read of the step's own size (the "
+                "smallest of 64 MiB to 2 GiB that holds its weights: a large last-level cache keeps part of "
+                "them): "
                 + ", ".join(f"{k}: " + ", ".join(f"{n.replace('_gb_s', '')} {v:.1f} GB/s" for n, v in x.items()
                                                   if isinstance(v, float)) + (x.get("error") or "")
                             for k, x in bw.items()) + ".\n\n")
@@ -473,6 +506,10 @@ def main():
             if unshared_gb_s:
                 bw["read_unshared_gb_s"] = max(unshared_gb_s)
                 bw["percent_of_unshared"] = 100 * bw["achieved_gb_s"] / bw["read_unshared_gb_s"]
+            same = same_size_read(results["read_bandwidth"].values(), bw["per_token_bytes"])
+            if same:
+                bw["same_size_read_mib"], bw["same_size_read_gb_s"] = same
+                bw["percent_of_same_size_read"] = 100 * bw["achieved_gb_s"] / same[1]
 
     if not a.no_ppl:
         ref = None

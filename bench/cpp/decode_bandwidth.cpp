@@ -1,8 +1,13 @@
 // Decode is memory-bound: this measures how close octet's weight-only GEMV comes to the
 // machine's memory bandwidth (issue 16, "Quantize for decoding").
 //
-//   memory_read/threads:T   a STREAM-like read: sum a 512 MiB float buffer (far beyond the
-//                           32 MiB L3) with the widest vector loads the CPU has, T threads.
+//   memory_read/threads:T/MiB:S  a STREAM-like read: sum an S MiB float buffer with 256-bit
+//                           loads, T threads. S runs 64 MiB to 2 GiB because the last-level
+//                           cache differs by host (32 MiB on the EPYC, 480 MiB reported on the
+//                           AMX Xeon, shared with other guests): a decode step's weights (int4
+//                           ~100 MiB, int8 ~170, fp32 ~540) may partly stay in such a cache, so
+//                           bench/decode.py compares each step's rate with a read of the same
+//                           size, and the 2 GiB read is the memory's own rate.
 //   nbits_gemv/int4|int8/KxN  com.microsoft.MatMulNBits through an octet Session (the
 //                           optimized kernel, 2 threads, A [1, K]), on SmolLM2-135M's shapes.
 //                           The session holds enough copies of the weights (>= 128 MiB) and
@@ -59,7 +64,7 @@ __attribute__((target("avx2"))) float sum_avx2(const float* p, int64_t n) {
 
 void memory_read(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  const int64_t n = int64_t{128} << 20;  // 512 MiB of floats
+  const int64_t n = state.range(1) << 18;  // floats in range(1) MiB
   float* buf = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
 #pragma omp parallel for num_threads(threads)
   for (int64_t i = 0; i < n; ++i) buf[i] = 1.0f;  // first touch by the reading threads
@@ -78,7 +83,11 @@ void memory_read(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * static_cast<int64_t>(sizeof(float)));
   std::free(buf);
 }
-BENCHMARK(memory_read)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(memory_read)
+    ->ArgsProduct({{1, 2}, {64, 128, 256, 512, 2048}})
+    ->ArgNames({"threads", "MiB"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 struct GemvSetup {
   std::unique_ptr<Session> session;

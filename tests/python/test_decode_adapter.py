@@ -111,7 +111,18 @@ def first_difference():
     assert decode.first_difference([1, 2], [1, 2, 3]) == 2
 
 
+def same_size_read_picks_the_read_that_holds_the_step():
+    before = {"threads_2_mib_64_gb_s": 40.0, "threads_2_mib_256_gb_s": 30.0, "threads_2_mib_2048_gb_s": 20.0,
+              "threads_1_mib_256_gb_s": 99.0, "threads_2_gb_s": 20.0}
+    after = {"threads_2_mib_256_gb_s": 33.0, "error_free": "yes"}
+    assert decode.same_size_read([before, after], 64 * 2**20) == (64, 40.0)
+    assert decode.same_size_read([before, after], 64 * 2**20 + 1) == (256, 33.0)  # higher of the two runs
+    assert decode.same_size_read([before, after], 3 * 2**30) == (2048, 20.0)  # none holds it: the largest
+    assert decode.same_size_read([{"error": "not built"}], 1) is None
+
+
 t.check("reads_the_report", reads_the_report)
+t.check("same_size_read_picks_the_read_that_holds_the_step", same_size_read_picks_the_read_that_holds_the_step)
 t.check("fails_with_the_command", fails_with_the_command)
 t.check("not_available_without_generate", not_available_without_generate)
 t.check("the_real_cli_gives_a_model_or_the_message", the_real_cli_gives_a_model_or_the_message)

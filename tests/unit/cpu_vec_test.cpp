@@ -293,7 +293,7 @@ TEST(CpuVecOps, ReductionsAndNormRows) {
   }
 }
 
-// norm_row2 (one row normalized into two affine forms, the first one's range on the way):
+// norm_row2 (one row normalized into two affine forms, or one, the first one's range on the way):
 // each output the same bits as norm_row with its gamma / beta, the range min_max's.
 TEST(CpuVecOps, NormRow2IsTwoNormRowsAndTheRange) {
   for (IsaLevel level : available_isas()) {
@@ -326,6 +326,15 @@ TEST(CpuVecOps, NormRow2IsTwoNormRowsAndTheRange) {
         t.norm_row2(x.data(), n, 1e-5f, {g1.data(), beta ? b1.data() : nullptr, got1.data()},
                     {g2.data(), beta ? b2.data() : nullptr, got2.data()}, nullptr, nullptr);  // no range asked
         EXPECT_EQ(std::memcmp(got1.data(), want1.data(), n * sizeof(float)), 0) << where << " without range";
+        // No second output (QMatMul's LayerNorm epilogue writing only Q): norm_row's row and
+        // the range, nothing else written.
+        std::fill(got1.begin(), got1.end(), -1.0f);
+        mn = 7, mx = -7;
+        t.norm_row2(x.data(), n, 1e-5f, {g1.data(), beta ? b1.data() : nullptr, got1.data()},
+                    {nullptr, nullptr, nullptr}, &mn, &mx);
+        EXPECT_EQ(std::memcmp(got1.data(), want1.data(), n * sizeof(float)), 0) << where << " first only";
+        EXPECT_EQ(mn, want_mn) << where << " first only";
+        EXPECT_EQ(mx, want_mx) << where << " first only";
       }
   }
 }

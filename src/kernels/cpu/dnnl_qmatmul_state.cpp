@@ -239,9 +239,15 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
         t.norm_row2(row, n, norm_eps_, quantized, plain, norm_int8_ ? nullptr : &nmn, norm_int8_ ? nullptr : &nmx);
         p = norm_int8_ ? cpu::quantize_row_dynamic(q, normalized, n, true, out.norm_q + m * n)
                        : cpu::quantize_row_in_range(q, normalized, n, nmn, nmx, out.norm_q + m * n);
+      } else if (!norm_int8_) {
+        // Q alone: the uint8 range on the way too (norm_row2 without its second output is
+        // norm_row's row), instead of a min_max pass over it.
+        float nmn = 0, nmx = 0;
+        t.norm_row2(row, n, norm_eps_, quantized, cpu::NormOutput{nullptr, nullptr, nullptr}, &nmn, &nmx);
+        p = cpu::quantize_row_in_range(q, normalized, n, nmn, nmx, out.norm_q + m * n);
       } else {
         t.norm_row(row, normalized, n, quantized.gamma, quantized.beta, norm_eps_, true);
-        p = cpu::quantize_row_dynamic(q, normalized, n, norm_int8_, out.norm_q + m * n);
+        p = cpu::quantize_row_dynamic(q, normalized, n, true, out.norm_q + m * n);
       }
       out.norm_scale[m] = p.scale;
       out.norm_zero[m] = p.zero_point;

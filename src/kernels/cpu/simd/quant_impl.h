@@ -11,8 +11,10 @@
 //   void store_bytes(uint8_t*, I)     the low byte of each lane (kWidth bytes)
 //   void store_bytes_tail(uint8_t*, I, n)
 //   I load_bytes(const uint8_t*, bool is_signed), load_bytes_tail(const uint8_t*, n, bool)
+//   F nearest_fraction(F t)          t - round(t) (round half to even), exact
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -41,14 +43,14 @@ typename Q::I quantize_vec(typename Q::F x, typename Q::F nan_value, typename Q:
 // their distance. A vector with a lane that close -- rare, or a NaN / infinity -- is
 // divided by the caller. The division alone cost ~9% of a MiniLM int8 run on an Intel
 // host, where a 512-bit VDIVPS has ~1/16 of a multiply's throughput.
+// `limit` is one bound for the whole row, below 0.5 - |t| 2^-20 for every clamped t
+// (quantize_row_t): the per-lane bound cost two more operations per vector (issue 20).
 template <class Q>
 bool quantize_vec_by_inverse(typename Q::F x, typename Q::F inv, typename Q::F lo, typename Q::F hi,
-                             typename Q::I zp, typename Q::I* out) {
+                             typename Q::F limit, typename Q::I zp, typename Q::I* out) {
   using F = typename Q::F;
   const F t = Q::min(hi, Q::max(lo, Q::mul(x, inv)));
-  const F off_half = Q::abs(Q::sub(t, Q::round(t)));
-  const F limit = Q::fmadd(Q::abs(t), Q::set1(-0x1p-20f), Q::set1(0.5f));
-  if (!Q::all_lanes(Q::lt(off_half, limit))) return false;  // NaN compares false: divided
+  if (!Q::all_lanes(Q::lt(Q::abs(Q::nearest_fraction(t)), limit))) return false;  // NaN compares false: divided
   *out = Q::add_i(Q::round_to_int(t), zp);
   return true;
 }
@@ -61,11 +63,16 @@ void quantize_row_t(const float* x, int64_t n, float scale, float inv, int32_t z
   // clamped too, so it lands on clamp(zp, lo, hi).
   const F vs = Q::set1(scale), vinv = Q::set1(inv), vlo = Q::set1(static_cast<float>(lo - zp)),
           vhi = Q::set1(static_cast<float>(hi - zp));
+  // Every clamped t has |t| <= reach, so 0.5 - (reach + 1) 2^-20, rounded (by at most
+  // 2^-26), stays below each lane's 0.5 - |t| 2^-20. A reach past 2^19 gives a bound <= 0:
+  // every vector divides.
+  const double reach = std::max(std::fabs(static_cast<double>(lo) - zp), std::fabs(static_cast<double>(hi) - zp));
+  const F vlimit = Q::set1(static_cast<float>(0.5 - std::min(reach + 1, 0x1p20) * 0x1p-20));
   const F nan_value = Q::min(vhi, Q::max(vlo, Q::set1(0.0f)));
   const auto vz = Q::set1_i(zp);
   auto one = [&](F v) {
     typename Q::I q;
-    if (kByInverse && quantize_vec_by_inverse<Q>(v, vinv, vlo, vhi, vz, &q)) return q;
+    if (kByInverse && quantize_vec_by_inverse<Q>(v, vinv, vlo, vhi, vlimit, vz, &q)) return q;
     return quantize_vec<Q>(v, nan_value, vs, vlo, vhi, vz);
   };
   int64_t i = 0;
@@ -161,14 +168,23 @@ inline F step_end(F v) {
 // epilogue_row with its options as template arguments (no branches in the loop). Each
 // step is the expression of the row kernel it replaces (scale_row_impl's `one`,
 // unary_row's Math<T> GeLU, binary_row's mul / add), so every lane gets the same bits.
-template <class Q, int kAct, bool kOutScale, bool kResidual, bool kMinMax>
+// The row's pointers are copied into locals first: the vector stores may alias anything,
+// so GCC otherwise reloads each of them from `e` (and retests the bias) every iteration.
+template <class Q, int kAct, bool kBias, bool kOutScale, bool kResidual, bool kMinMax>
 void epilogue_row_t(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
   using F = typename Q::F;
   using I = typename Q::I;
+  const int32_t* const acc = e.acc;
+  const int32_t* const colsum = e.colsum;
+  const float* const col_scale = e.col_scale;
+  const float* const bias = e.bias;
+  const float* const out_scale = e.out_scale;
+  const float* const residual = e.residual;
   const I vza = Q::set1_i(e.za);
   const F rs = Q::set1(e.row_scale), zero = Q::set1(0.0f);
   auto value = [&](I a, I c, F s, F b, F os, F res) {
-    F v = step_end(Q::fmadd(Q::mul(rs, s), Q::int_to_float(Q::sub_i(a, Q::mullo_i(vza, c))), b));
+    const F t = Q::int_to_float(Q::sub_i(a, Q::mullo_i(vza, c)));
+    F v = step_end(kBias ? Q::fmadd(Q::mul(rs, s), t, b) : Q::fmadd(Q::mul(rs, s), t, zero));
     if constexpr (kAct == 1) v = step_end(Math<Q>::gelu_erf_fast(v));
     if constexpr (kAct == 2) v = step_end(Math<Q>::gelu_tanh(v));
     if constexpr (kOutScale) v = step_end(Q::mul(v, os));
@@ -178,9 +194,9 @@ void epilogue_row_t(const EpilogueRow& e, float* y, int64_t n, float* mn, float*
   F lo = zero, hi = zero;  // min_max_row's accumulators (NaN skipped by the operand order)
   int64_t i = 0;
   for (; i + Q::kWidth <= n; i += Q::kWidth) {
-    const F v = value(Q::load_i(e.acc + i), Q::load_i(e.colsum + i), Q::load(e.col_scale + i),
-                      e.bias ? Q::load(e.bias + i) : zero, kOutScale ? Q::load(e.out_scale + i) : zero,
-                      kResidual ? Q::load(e.residual + i) : zero);
+    const F v = value(Q::load_i(acc + i), Q::load_i(colsum + i), Q::load(col_scale + i),
+                      kBias ? Q::load(bias + i) : zero, kOutScale ? Q::load(out_scale + i) : zero,
+                      kResidual ? Q::load(residual + i) : zero);
     Q::store(y + i, v);
     if constexpr (kMinMax) {
       lo = Q::min(v, lo);
@@ -189,10 +205,10 @@ void epilogue_row_t(const EpilogueRow& e, float* y, int64_t n, float* mn, float*
   }
   if (i < n) {
     const int64_t r = n - i;
-    const F v = value(Q::load_i_tail(e.acc + i, r), Q::load_i_tail(e.colsum + i, r), Q::load_tail(e.col_scale + i, r, 0.0f),
-                      e.bias ? Q::load_tail(e.bias + i, r, 0.0f) : zero,
-                      kOutScale ? Q::load_tail(e.out_scale + i, r, 0.0f) : zero,
-                      kResidual ? Q::load_tail(e.residual + i, r, 0.0f) : zero);
+    const F v = value(Q::load_i_tail(acc + i, r), Q::load_i_tail(colsum + i, r), Q::load_tail(col_scale + i, r, 0.0f),
+                      kBias ? Q::load_tail(bias + i, r, 0.0f) : zero,
+                      kOutScale ? Q::load_tail(out_scale + i, r, 0.0f) : zero,
+                      kResidual ? Q::load_tail(residual + i, r, 0.0f) : zero);
     Q::store_tail(y + i, v, r);
     if constexpr (kMinMax) {
       const F t = Q::load_tail(y + i, r, 0.0f);  // the unused lanes as 0, as min_max_row reads them
@@ -206,18 +222,24 @@ void epilogue_row_t(const EpilogueRow& e, float* y, int64_t n, float* mn, float*
   }
 }
 
-template <class Q, int kAct, bool kOutScale, bool kResidual>
+template <class Q, int kAct, bool kBias, bool kOutScale, bool kResidual>
 void epilogue_row_mm(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
-  if (mn && mx) epilogue_row_t<Q, kAct, kOutScale, kResidual, true>(e, y, n, mn, mx);
-  else epilogue_row_t<Q, kAct, kOutScale, kResidual, false>(e, y, n, mn, mx);
+  if (mn && mx) epilogue_row_t<Q, kAct, kBias, kOutScale, kResidual, true>(e, y, n, mn, mx);
+  else epilogue_row_t<Q, kAct, kBias, kOutScale, kResidual, false>(e, y, n, mn, mx);
+}
+
+template <class Q, int kAct, bool kBias>
+void epilogue_row_opts(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
+  if (e.out_scale && e.residual) epilogue_row_mm<Q, kAct, kBias, true, true>(e, y, n, mn, mx);
+  else if (e.out_scale) epilogue_row_mm<Q, kAct, kBias, true, false>(e, y, n, mn, mx);
+  else if (e.residual) epilogue_row_mm<Q, kAct, kBias, false, true>(e, y, n, mn, mx);
+  else epilogue_row_mm<Q, kAct, kBias, false, false>(e, y, n, mn, mx);
 }
 
 template <class Q, int kAct>
 void epilogue_row_act(const EpilogueRow& e, float* y, int64_t n, float* mn, float* mx) {
-  if (e.out_scale && e.residual) epilogue_row_mm<Q, kAct, true, true>(e, y, n, mn, mx);
-  else if (e.out_scale) epilogue_row_mm<Q, kAct, true, false>(e, y, n, mn, mx);
-  else if (e.residual) epilogue_row_mm<Q, kAct, false, true>(e, y, n, mn, mx);
-  else epilogue_row_mm<Q, kAct, false, false>(e, y, n, mn, mx);
+  if (e.bias) epilogue_row_opts<Q, kAct, true>(e, y, n, mn, mx);
+  else epilogue_row_opts<Q, kAct, false>(e, y, n, mn, mx);
 }
 
 template <class Q>

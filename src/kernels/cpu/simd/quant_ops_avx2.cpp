@@ -18,6 +18,7 @@ struct Avx2Quant : Avx2Traits {
   static I load_i(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I load_i_tail(const int32_t* p, int64_t n) { return _mm256_maskload_epi32(p, tail_mask(n)); }
   static M is_nan(F a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static F nearest_fraction(F t) { return sub(t, round(t)); }
   static bool all_lanes(M m) { return _mm256_movemask_ps(m) == 0xFF; }
   // The low byte of each 32-bit lane, in order: bytes 0, 4, 8, 12 of each 128-bit half.
   static __m128i low_bytes(I v) {

@@ -21,6 +21,8 @@ struct Avx512Quant : Avx512Traits {
   static I load_i(const int32_t* p) { return _mm512_loadu_si512(p); }
   static I load_i_tail(const int32_t* p, int64_t n) { return _mm512_maskz_loadu_epi32(tail_mask(n), p); }
   static M is_nan(F a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  // t - round(t) in one VREDUCEPS (0 fraction bits kept, nearest even) for a round and a subtract.
+  static F nearest_fraction(F t) { return _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static bool all_lanes(M m) { return m == 0xFFFF; }
   static void store_bytes(uint8_t* p, I v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v)); }
   static void store_bytes_tail(uint8_t* p, I v, int64_t n) { _mm512_mask_cvtepi32_storeu_epi8(p, tail_mask(n), v); }

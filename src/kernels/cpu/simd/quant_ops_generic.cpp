@@ -18,6 +18,7 @@ struct ScalarQuant : ScalarTraits {
   static I load_i(const int32_t* p) { return *p; }
   static I load_i_tail(const int32_t* p, int64_t) { return *p; }
   static M is_nan(F a) { return a != a; }
+  static F nearest_fraction(F t) { return t - round(t); }
   static bool all_lanes(M m) { return m; }
   static void store_bytes(uint8_t* p, I v) { *p = static_cast<uint8_t>(v); }
   static void store_bytes_tail(uint8_t* p, I v, int64_t) { *p = static_cast<uint8_t>(v); }

@@ -363,7 +363,7 @@ void row_norm2(const float* x, int64_t n, float eps, const NormOutput& first, co
   const NormStats st = row_norm_stats<T>(x, n, eps, true);
   if (mn && mx) row_norm_apply<T, true>(x, first.y, n, first.gamma, first.beta, st, mn, mx);
   else row_norm_apply<T, false>(x, first.y, n, first.gamma, first.beta, st, nullptr, nullptr);
-  row_norm_apply<T, false>(x, second.y, n, second.gamma, second.beta, st, nullptr, nullptr);
+  if (second.y) row_norm_apply<T, false>(x, second.y, n, second.gamma, second.beta, st, nullptr, nullptr);
 }
 
 template <class T, BinaryOp Op>

@@ -46,7 +46,8 @@ struct VecTable {
   // LayerNormalization of one row into two affine forms (a LayerNorm whose quantized output
   // has its own gamma / beta, SmoothQuant's folded 1/s): the statistics once, each output
   // the same bits as norm_row with its gamma / beta. With mn / mx non-null also the first
-  // output's range, as QuantTable::min_max reports it.
+  // output's range, as QuantTable::min_max reports it. A null second.y skips the second
+  // output: norm_row's row with its range taken on the way.
   void (*norm_row2)(const float* x, int64_t n, float eps, const NormOutput& first, const NormOutput& second,
                     float* mn, float* mx) = nullptr;
 

@@ -138,8 +138,8 @@ void qattention_f32(KernelContext& ctx) {
                              2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
                              2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
                              4 * p.skp,          kMaxTileRows * p.dk4,     p.skq * p.dvp,
-                             4 * p.dvp,          p.skq / 32,               2 * (p.skq / 4),
-                             kAmxRows * p.skq,   kAmxRows * p.skq,         4 * 2 * kAmxRows * p.dvp};
+                             4 * p.dvp,          2 * (p.skq / 32),         2 * (p.skq / 4),
+                             2 * kAmxRows * p.skq, 2 * kAmxRows * p.skq,   4 * 2 * 2 * kAmxRows * p.dvp};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);
     char* at = cpu::thread_scratch_as<char>(cpu::Scratch::QAttention, total);

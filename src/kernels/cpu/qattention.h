@@ -83,9 +83,9 @@ struct Scratch {
   int8_t* v8;
   uint8_t* chunks;
   uint16_t* hi;
-  // The AMX P.V's (qattention_amx_vnni_avx512.cpp): P's low and high bytes,
-  // pl[kAmxRows][skq] and ph[kAmxRows][skq], and the int32 sums of the low and the high
-  // bytes' products, pv[2][kAmxRows][dvp].
+  // The AMX P.V's (qattention_amx_vnni_avx512.cpp), two of each (tiles in flight): P's
+  // low and high bytes, pl[2][kAmxRows][skq] and ph[2][kAmxRows][skq] (and chunks[2][skq /
+  // 32]), and the int32 sums of the low and the high bytes' products, pv[2][2][kAmxRows][dvp].
   uint8_t* pl;
   uint8_t* ph;
   int32_t* pv;

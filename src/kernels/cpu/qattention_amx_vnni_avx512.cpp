@@ -95,25 +95,61 @@ void products(const Args& p, const Scratch& w, const uint8_t* a, const uint8_t* 
   }
 }
 
-// P.V of `rows` (<= 16) query rows from i, their P bytes in w.pl / w.ph, into y:
-// out_scale * float((hi << 8) + lo + rowv[r]) (divided by sums[r] with row_probabilities),
-// output_block's steps.
-void output_amx(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, const Scratch& w, const int32_t* rowv,
-                const float* sums) {
-  bool high = false;
-  for (int64_t c = 0; c < p.skq / 32; ++c) high |= w.chunks[c] != 0;
-  int32_t* lo = w.pv;
-  int32_t* hi = w.pv + kAmxRows * p.dvp;
-  products(p, w, w.pl, nullptr, lo);
-  if (high) products(p, w, w.ph, w.chunks, hi);
+// A 16-row tile's terms for the epilogue: rows [i, i + rows), each row's rowv and softmax
+// sum, and whether any P >= 256 (the high bytes' product ran).
+struct TileTerms {
+  int64_t i, rows;
+  int32_t rowv[kAmxRows];
+  float sums[kAmxRows];
+  bool high;
+};
+
+// The P bytes of tile buffer `set` (w.pl, w.ph and w.chunks hold two).
+struct PBytes {
+  uint8_t *pl, *ph, *chunks;
+};
+PBytes p_bytes(const Args& p, const Scratch& w, int64_t set) {
+  const int64_t n = kAmxRows * p.skq;
+  return {w.pl + set * n, w.ph + set * n, w.chunks + set * (p.skq / 32)};
+}
+int32_t* pv_sums(const Args& p, const Scratch& w, int64_t set) { return w.pv + set * 2 * kAmxRows * p.dvp; }
+
+// Scores, softmax and P bytes of t.rows query rows from t.i into buffer pb (4 rows at a
+// time, the VNNI task's probabilities()), their terms into t.
+void prepare(const Args& p, int64_t b, int64_t h, Scratch& w, const PBytes& pb, TileTerms& t) {
+  for (int64_t c = 0; c < p.skq / 32; ++c) pb.chunks[c] = 0;
+  Scratch ws = w;
+  ws.chunks = pb.chunks;
+  for (int64_t r0 = 0; r0 < t.rows; r0 += kR) {
+    TileP tp;
+    const int64_t at = r0 * p.skq;
+    probabilities<true>(p, b, h, t.i + r0, min_i64(kR, t.rows - r0), ws, PRow{nullptr, pb.pl + at, pb.ph + at}, tp);
+    for (int64_t r = 0; r < kR && r0 + r < t.rows; ++r) t.rowv[r0 + r] = tp.rowv[r], t.sums[r0 + r] = tp.sums[r];
+  }
+  t.high = false;
+  for (int64_t c = 0; c < p.skq / 32; ++c) t.high |= pb.chunks[c] != 0;
+}
+
+// The tile sums of buffer pb's P bytes . V into pv: the low bytes' at pv, the high
+// bytes' (when t.high) kAmxRows * dvp after.
+void multiply(const Args& p, const Scratch& w, const PBytes& pb, const TileTerms& t, int32_t* pv) {
+  products(p, w, pb.pl, nullptr, pv);
+  if (t.high) products(p, w, pb.ph, pb.chunks, pv + kAmxRows * p.dvp);
+}
+
+// y rows of tile t from its sums pv: out_scale * float((hi << 8) + lo + rowv[r]) (divided by
+// sums[r] with row_probabilities), output_block's steps.
+void write_rows(const Args& p, int64_t b, int64_t h, const TileTerms& t, const int32_t* pv) {
+  const int32_t* lo = pv;
+  const int32_t* hi = pv + kAmxRows * p.dvp;
   const __m512 m = _mm512_set1_ps(p.out_scale);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* y = p.y + b * p.y_b + (i + r) * p.y_s + h * p.head_v;
-    const __m512 sum = _mm512_set1_ps(sums[r]);
-    const __m512i rv = _mm512_set1_epi32(rowv[r]);
+  for (int64_t r = 0; r < t.rows; ++r) {
+    float* y = p.y + b * p.y_b + (t.i + r) * p.y_s + h * p.head_v;
+    const __m512 sum = _mm512_set1_ps(t.sums[r]);
+    const __m512i rv = _mm512_set1_epi32(t.rowv[r]);
     for (int64_t d = 0; d < p.head_v; d += 16) {
       __m512i acc = _mm512_add_epi32(_mm512_loadu_si512(lo + r * p.dvp + d), rv);
-      if (high) acc = _mm512_add_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(hi + r * p.dvp + d), 8));
+      if (t.high) acc = _mm512_add_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(hi + r * p.dvp + d), 8));
       __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(acc));
       if (p.row_probabilities) out = _mm512_div_ps(out, sum);
       _mm512_mask_storeu_ps(y + d, lanes(p.head_v - d), out);
@@ -123,22 +159,29 @@ void output_amx(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, co
 
 }  // namespace
 
+// Software-pipelined over the task's 16-row tiles: tile n + 1's P is computed before tile
+// n's products and tile n - 1's outputs after them, so a tile load never waits for P's
+// vector stores to drain (it did right after them: 15% of the task's samples on the first
+// TDPBUSD), and the epilogue's loads find the tile stores done. Two P buffers and two sums
+// buffers; three sets of terms (tiles n - 1, n, n + 1 are live at once).
 void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w) {
   pack_head_vnni(p, b, h, w);
   configure_tiles();
-  for (int64_t i = i0; i < i1; i += kAmxRows) {
-    const int64_t rows = min_i64(kAmxRows, i1 - i);
-    int32_t rowv[kAmxRows];
-    float sums[kAmxRows];
-    for (int64_t c = 0; c < p.skq / 32; ++c) w.chunks[c] = 0;
-    for (int64_t r0 = 0; r0 < rows; r0 += kR) {
-      TileP t;
-      const int64_t at = r0 * p.skq;
-      probabilities<true>(p, b, h, i + r0, min_i64(kR, rows - r0), w, PRow{nullptr, w.pl + at, w.ph + at}, t);
-      for (int64_t r = 0; r < kR && r0 + r < rows; ++r) rowv[r0 + r] = t.rowv[r], sums[r0 + r] = t.sums[r];
-    }
-    output_amx(p, b, h, i, rows, w, rowv, sums);
+  const int64_t tiles = (i1 - i0 + kAmxRows - 1) / kAmxRows;
+  TileTerms terms[3];
+  auto start = [&](int64_t n) {
+    TileTerms& t = terms[n % 3];
+    t.i = i0 + n * kAmxRows;
+    t.rows = min_i64(kAmxRows, i1 - t.i);
+    prepare(p, b, h, w, p_bytes(p, w, n % 2), t);
+  };
+  start(0);
+  for (int64_t n = 0; n < tiles; ++n) {
+    if (n + 1 < tiles) start(n + 1);
+    multiply(p, w, p_bytes(p, w, n % 2), terms[n % 3], pv_sums(p, w, n % 2));
+    if (n > 0) write_rows(p, b, h, terms[(n - 1) % 3], pv_sums(p, w, (n - 1) % 2));
   }
+  write_rows(p, b, h, terms[(tiles - 1) % 3], pv_sums(p, w, (tiles - 1) % 2));
   _tile_release();
 }
 

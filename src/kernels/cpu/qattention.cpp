@@ -172,7 +172,7 @@ bool vnni_available() {
 void set_vnni_allowed(bool allowed) { g_vnni_allowed.store(allowed, std::memory_order_relaxed); }
 bool vnni_allowed() { return g_vnni_allowed.load(std::memory_order_relaxed); }
 bool amx_available() {
-  static const bool has = vnni_available() && amx_int8_usable();
+  static const bool has = vnni_available() && __builtin_cpu_supports("avx512vbmi") && amx_int8_usable();
   return has;
 }
 void set_amx_allowed(bool allowed) { g_amx_allowed.store(allowed, std::memory_order_relaxed); }

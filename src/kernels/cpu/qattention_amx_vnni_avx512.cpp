@@ -17,7 +17,7 @@
 //   the epilogue adds them as (hi << 8) + lo + rowv: the VNNI task's int32, the same float
 //   steps after it.
 // Tiles: 0-3 the C sums of 16-channel blocks, 4 the A tile, 5-7 B tiles, used in turn.
-#pragma GCC target("avx512vnni,amx-tile,amx-int8")
+#pragma GCC target("avx512vnni,avx512vbmi,amx-tile,amx-int8")
 
 #include <immintrin.h>
 

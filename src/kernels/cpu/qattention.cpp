@@ -9,7 +9,9 @@
 // softmax, and each P row is quantized to the p zero point's type before the P.V product.
 // Where the CPU has AVX512-VNNI both products run in bytes instead (VPDPBUSD, four
 // products per lane; qattention_vnni_avx512.cpp), with the same integers and floats
-// (but its own exp2 for row_probabilities' P: one P level apart near .5 boundaries).
+// (but its own exp2 for row_probabilities' P: one P level apart near .5 boundaries), and
+// where it also has AMX-INT8, P.V on AMX tiles (qattention_amx_vnni_avx512.cpp; the VNNI
+// task's outputs bit for bit).
 // Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
 // rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
 // The task bodies live in qattention_impl.h, compiled per ISA level, and in the VNNI units.

@@ -95,56 +95,6 @@ void products(const Args& p, const Scratch& w, const uint8_t* a, const uint8_t* 
   }
 }
 
-// tile_products' low and high bytes' sums at once, for N <= 2 16-channel blocks from d0:
-// C tiles 0-1 the low bytes' sums (A tile 4), 2-3 the high bytes' (A tile 5, only the
-// blocks chunks marks), the B tiles 6-7 shared. The two chains run side by side: one
-// after the other (zero, TDPBUSDs, store, twice per tile), their latency outlasted the
-// reorder window and 3% of a MiniLM run sat on the first TDPBUSD.
-template <int N>
-void tile_products_both(const Args& p, const Scratch& w, const uint8_t* pl, const uint8_t* ph, const uint8_t* chunks,
-                        int64_t d0, int32_t* lo, int32_t* hi) {
-  static_assert(N == 1 || N == 2);
-  _tile_zero(0);
-  _tile_zero(2);
-  if constexpr (N > 1) {
-    _tile_zero(1);
-    _tile_zero(3);
-  }
-  const int64_t vstride = 4 * p.dvp;
-  for (int64_t kb = 0; kb < p.skq / kBlockKeys; ++kb) {
-    const int8_t* v = w.vt8 + 4 * ((kBlockKeys / 4) * kb * p.dvp + d0);
-    _tile_loadd(4, pl + kBlockKeys * kb, p.skq);
-    _tile_loadd(6, v, vstride);
-    _tile_dpbusd(0, 4, 6);
-    if constexpr (N > 1) {
-      _tile_loadd(7, v + 64, vstride);
-      _tile_dpbusd(1, 4, 7);
-    }
-    if ((chunks[2 * kb] | chunks[2 * kb + 1]) != 0) {
-      _tile_loadd(5, ph + kBlockKeys * kb, p.skq);
-      _tile_dpbusd(2, 5, 6);
-      if constexpr (N > 1) _tile_dpbusd(3, 5, 7);
-    }
-  }
-  const int64_t ostride = 4 * p.dvp;
-  _tile_stored(0, lo + d0, ostride);
-  _tile_stored(2, hi + d0, ostride);
-  if constexpr (N > 1) {
-    _tile_stored(1, lo + d0 + 16, ostride);
-    _tile_stored(3, hi + d0 + 16, ostride);
-  }
-}
-
-// Both sums over all of dvp, 32 channels per pass over the keys. For heads up to 32
-// channels (MiniLM): with 64 (DINOv2) the separate 64-channel passes have four chains
-// each and measured faster (node 0.80 vs 0.83-0.88 of the VNNI task).
-void both_sums(const Args& p, const Scratch& w, const uint8_t* pl, const uint8_t* ph, const uint8_t* chunks, int32_t* lo,
-               int32_t* hi) {
-  int64_t d0 = 0;
-  for (; d0 + 32 <= p.dvp; d0 += 32) tile_products_both<2>(p, w, pl, ph, chunks, d0, lo, hi);
-  if (d0 < p.dvp) tile_products_both<1>(p, w, pl, ph, chunks, d0, lo, hi);
-}
-
 // A 16-row tile's terms for the epilogue: rows [i, i + rows), each row's rowv and softmax
 // sum, and whether any P >= 256 (the high bytes' product ran).
 struct TileTerms {
@@ -183,12 +133,8 @@ void prepare(const Args& p, int64_t b, int64_t h, Scratch& w, const PBytes& pb, 
 // The tile sums of buffer pb's P bytes . V into pv: the low bytes' at pv, the high
 // bytes' (when t.high) kAmxRows * dvp after.
 void multiply(const Args& p, const Scratch& w, const PBytes& pb, const TileTerms& t, int32_t* pv) {
-  if (t.high && p.dvp <= 32) {
-    both_sums(p, w, pb.pl, pb.ph, pb.chunks, pv, pv + kAmxRows * p.dvp);
-  } else {
-    products(p, w, pb.pl, nullptr, pv);
-    if (t.high) products(p, w, pb.ph, pb.chunks, pv + kAmxRows * p.dvp);
-  }
+  products(p, w, pb.pl, nullptr, pv);
+  if (t.high) products(p, w, pb.ph, pb.chunks, pv + kAmxRows * p.dvp);
 }
 
 // y rows of tile t from its sums pv: out_scale * float((hi << 8) + lo + rowv[r]) (divided by

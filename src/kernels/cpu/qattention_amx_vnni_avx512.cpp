@@ -17,6 +17,12 @@
 //   the epilogue adds them as (hi << 8) + lo + rowv: the VNNI task's int32, the same float
 //   steps after it.
 // Tiles: 0-3 the C sums of 16-channel blocks, 4 the A tile, 5-7 B tiles, used in turn.
+// Measured and dropped (bench/results/2026-11-27_qattention-pv-amx_session17_*): the int16
+// P rows as A tiles (32 keys a row) against V as words (vs, 0, vs', 0; the high bytes from
+// the same words read one byte early), which saves the byte split but doubles the
+// TDPBUSDs, with the high bytes on tiles or on VPDPBUSD (DINOv2 QAttention +6% over the
+// VNNI task either way); both products in one pass for small heads (no gain); a tile's
+// products issued in shares between the next tile's P rows (DINOv2 back to VNNI speed).
 #pragma GCC target("avx512vnni,avx512vbmi,amx-tile,amx-int8")
 
 #include <immintrin.h>

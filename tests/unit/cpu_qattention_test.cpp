@@ -36,10 +36,16 @@ Totals check(const QCase& c, const NamedTensors& in) {
   Totals t;
   for (IsaLevel level : available_isas()) {
     ScopedIsaLevel isa(level);
-    // At the AVX-512 level: the VNNI task (where the CPU has it) and the plain one.
+    // At the AVX-512 level: the AMX task (where the CPU has it), the VNNI one (where it has
+    // that) and the plain one. 0 plain, 1 VNNI, 2 VNNI with AMX P.V.
     const bool both = level == IsaLevel::Avx512 && cpu::qattn::vnni_available();
-    for (bool vnni : both ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+    const bool amx = both && cpu::qattn::amx_available();
+    std::vector<int> tasks = {1};
+    if (both) tasks = amx ? std::vector<int>{2, 1, 0} : std::vector<int>{1, 0};
+    for (int task : tasks) {
+      const bool vnni = task >= 1;
       cpu::qattn::set_vnni_allowed(vnni);
+      cpu::qattn::set_amx_allowed(task == 2);
       for (int threads : {1, 2}) {
         SessionOptions opts;
         opts.threads = threads;
@@ -47,13 +53,14 @@ Totals check(const QCase& c, const NamedTensors& in) {
         EXPECT_EQ(s.optimized_nodes(), 1) << c.describe();
         const Tensor got = s.run(in)[0].second;
         const std::string what = c.describe() + " isa " + isa_name(level) + (both && vnni ? "+vnni" : "") +
-                                 " threads " + std::to_string(threads);
+                                 (task == 2 ? "+amx" : "") + " threads " + std::to_string(threads);
         const QCompare r = compare_qattention(got, want, c, what);
         t.elements += r.elements;
         t.loose += r.loose;
       }
     }
     cpu::qattn::set_vnni_allowed(true);
+    cpu::qattn::set_amx_allowed(true);
   }
   return t;
 }
@@ -246,6 +253,62 @@ TEST(CpuQAttention, VnniTaskMatchesPlainAvx512) {
   EXPECT_LE(rows_total.loose * 1000, rows_total.elements);  // 0.02% when written
 }
 
+// The AMX task's P.V sums the VNNI task's P bytes against the same V bytes on TDPBUSD tiles
+// (16 query rows x 16 channels, 64 keys per tile; the high bytes of 16-bit P in a second
+// product), the same exact int32 with the same float steps after them, so every output must
+// equal the VNNI task's bit for bit, both P forms included. Edges: key counts around the
+// 64-key block and the 16-key tile (1, 15, 16, 17, 129, 257), query rows around the 16-row
+// tile and the 64-row task (1, 5, 9, 16, 17, 33, 70, 128, 257), value channels from one
+// partial 16-channel block (16, 17) through the 4-tile pass (32, 64) to a pass and a tail
+// (100) and two passes (128), masks fused (broadcast along keys) or not (along queries),
+// causal rows, batch and heads > 1, 8-bit and 16-bit P (its high bytes), 1 and 2 threads.
+TEST(CpuQAttention, AmxTaskMatchesVnniBitForBit) {
+  if (!cpu::qattn::amx_available()) GTEST_SKIP() << "no AMX-INT8 (or the OS did not grant tile state)";
+  ScopedIsaLevel isa(IsaLevel::Avx512);
+  if (active_isa() != IsaLevel::Avx512) GTEST_SKIP() << "no AVX-512";
+  std::vector<QCase> cases;
+  for (auto [b, sq, sk, h, d] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 2, 64}, {2, 5, 15, 3, 32},
+                                 {1, 16, 16, 2, 17}, {1, 17, 17, 1, 64}, {1, 33, 257, 2, 100}, {2, 70, 129, 2, 128},
+                                 {1, 128, 128, 12, 32}, {1, 257, 257, 2, 64}, {2, 9, 1, 3, 16}}) {
+    for (bool rows : {true, false}) {
+      QCase c = shape(b, sq, sk, h, d, d);
+      c.row_probabilities = rows;
+      cases.push_back(c);
+      c.mask_shape = {b, 1, 1, sk};
+      cases.push_back(c);
+      c.mask_shape = {b, 1, sq, 1};
+      cases.push_back(c);
+      c.mask_shape = {};
+      c.causal = true;
+      cases.push_back(c);
+    }
+  }
+  int64_t compared = 0;
+  for (const QCase& base : cases)
+    for (auto with : {with_u8, with_s8_asym, with_u8_wide_p}) {
+      const QCase c = with(base);
+      const NamedTensors in = qattention_inputs(c);
+      auto g = qattention_graph(c);
+      for (int threads : {1, 2}) {
+        SessionOptions opts;
+        opts.threads = threads;
+        Tensor got[2];
+        for (bool amx : {false, true}) {
+          cpu::qattn::set_amx_allowed(amx);
+          got[amx] = Session(g, opts).run(in)[0].second;
+        }
+        cpu::qattn::set_amx_allowed(true);
+        ASSERT_EQ(got[0].shape(), got[1].shape());
+        int64_t differ = 0;
+        for (int64_t i = 0; i < got[0].numel(); ++i)
+          differ += std::memcmp(got[0].data<float>() + i, got[1].data<float>() + i, 4) != 0;
+        EXPECT_EQ(differ, 0) << c.describe() << " threads " << threads;
+        compared += got[0].numel();
+      }
+    }
+  EXPECT_GT(compared, 0);
+}
+
 TEST(CpuQAttention, SeqFirst) {
   std::vector<QCase> cases;
   QCase c = shape(3, 11, 11, 4, 16, 16);
@@ -417,13 +480,14 @@ TEST(CpuQAttentionBench, PrintOneThreadTimings) {
 TEST(CpuQAttentionBench, PrintModelShapeTimings) {
   struct Shape {
     const char* name;
-    int64_t b, h, s;
+    int64_t b, h, s, d;
     bool mask;
   };
-  for (const Shape& m : {Shape{"dinov2", 1, 6, 257, false}, Shape{"dinov2", 8, 6, 257, false},
-                         Shape{"minilm", 1, 12, 128, true}, Shape{"minilm", 8, 12, 128, true},
-                         Shape{"minilm", 1, 12, 384, true}}) {
-    QCase c = with_u8_wide_p(shape(m.b, m.s, m.s, m.h, 64, 64));
+  // MiniLM's heads have 32 channels; "minilm-d64" keeps the 64-channel timings of earlier sessions.
+  for (const Shape& m : {Shape{"dinov2", 1, 6, 257, 64, false}, Shape{"dinov2", 8, 6, 257, 64, false},
+                         Shape{"minilm", 1, 12, 128, 32, true}, Shape{"minilm", 8, 12, 128, 32, true},
+                         Shape{"minilm", 1, 12, 384, 32, true}, Shape{"minilm-d64", 1, 12, 128, 64, true}}) {
+    QCase c = with_u8_wide_p(shape(m.b, m.s, m.s, m.h, m.d, m.d));
     c.row_probabilities = true;
     if (m.mask) c.mask_shape = {m.b, 1, 1, m.s};
     auto g = qattention_graph(c, 0.125f);
@@ -432,17 +496,24 @@ TEST(CpuQAttentionBench, PrintModelShapeTimings) {
     const Node& node = *g->nodes().at(0);
     for (size_t i = 4; i < node.inputs().size(); ++i) qin.push_back(node.input(i)->constant().get());
     const int calls = m.b > 1 ? 20 : 100;
-    std::printf("[ timing   ] %s B%lld H%lld S%lld:", m.name, (long long)m.b, (long long)m.h, (long long)m.s);
+    std::printf("[ timing   ] %s B%lld H%lld S%lld D%lld:", m.name, (long long)m.b, (long long)m.h, (long long)m.s,
+                (long long)m.d);
     ScopedIsaLevel scoped(IsaLevel::Avx512);
     const bool both = cpu::qattn::vnni_available() && active_isa() == IsaLevel::Avx512;
-    for (bool vnni : both ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-      cpu::qattn::set_vnni_allowed(vnni);
+    // 0 plain, 1 VNNI, 2 VNNI with AMX P.V.
+    std::vector<int> tasks = {0};
+    if (both) tasks = cpu::qattn::amx_available() ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1};
+    for (int task : tasks) {
+      cpu::qattn::set_vnni_allowed(task >= 1);
+      cpu::qattn::set_amx_allowed(task == 2);
       for (int threads : {1, 2}) {
         const double t = fastest_us(node, qin, KernelRegistry::optimized().find("octet", "QAttention"), threads, calls);
-        std::printf(" | %s %d thread(s) %.1f us", vnni ? "avx512+vnni" : isa_name(active_isa()), threads, t);
+        std::printf(" | %s %d thread(s) %.1f us", task == 2 ? "avx512+vnni+amx" : task == 1 ? "avx512+vnni" : isa_name(active_isa()),
+                    threads, t);
       }
     }
     cpu::qattn::set_vnni_allowed(true);
+    cpu::qattn::set_amx_allowed(true);
     std::printf("\n");
   }
 }

@@ -9,7 +9,9 @@
 // softmax, and each P row is quantized to the p zero point's type before the P.V product.
 // Where the CPU has AVX512-VNNI both products run in bytes instead (VPDPBUSD, four
 // products per lane; qattention_vnni_avx512.cpp), with the same integers and floats
-// (but its own exp2 for row_probabilities' P: one P level apart near .5 boundaries).
+// (but its own exp2 for row_probabilities' P: one P level apart near .5 boundaries), and
+// where it also has AMX-INT8, P.V on AMX tiles (qattention_amx_vnni_avx512.cpp; the VNNI
+// task's outputs bit for bit).
 // Tasks, threads and per-thread packing are the fp32 kernel's: (batch, head, 64 query
 // rows) tasks over ctx.threads() OpenMP threads, K^T and V packed once per head and thread.
 // The task bodies live in qattention_impl.h, compiled per ISA level, and in the VNNI units.
@@ -41,6 +43,7 @@ namespace {
 
 using cpu::qattn::kBlockRows;
 using cpu::qattn::kCols;
+using cpu::qattn::kAmxRows;
 using cpu::qattn::kMaxTileRows;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -60,12 +63,17 @@ bool sums_fit_int32(int64_t terms, int64_t a, int64_t b) {
 }
 
 std::atomic<bool> g_vnni_allowed{true};
+std::atomic<bool> g_amx_allowed{true};
+
+cpu::qattn::TaskFn vnni_task() {
+  return cpu::qattn::amx_available() && cpu::qattn::amx_allowed() ? cpu::qattn::task_avx512_amx
+                                                                  : cpu::qattn::task_avx512_vnni;
+}
 
 cpu::qattn::TaskFn task_for(IsaLevel level) {
   switch (level) {
     case IsaLevel::Avx512:
-      return cpu::qattn::vnni_available() && cpu::qattn::vnni_allowed() ? cpu::qattn::task_avx512_vnni
-                                                                          : cpu::qattn::task_avx512;
+      return cpu::qattn::vnni_available() && cpu::qattn::vnni_allowed() ? vnni_task() : cpu::qattn::task_avx512;
     case IsaLevel::Avx2: return cpu::qattn::task_avx2;
     default: return cpu::qattn::task_generic;
   }
@@ -131,8 +139,9 @@ void qattention_f32(KernelContext& ctx) {
     const int64_t sizes[] = {2 * p.dk2 * p.skp,  2 * p.sk2 * p.dvp,        2 * p.skp * p.dk2,
                              2 * 2 * p.dvp,      2 * kMaxTileRows * p.dk4, 4 * kMaxTileRows * p.skp,
                              2 * kMaxTileRows * p.skq, p.dk4 * p.skp,    p.dk64 * p.skp,
-                             4 * p.skp,          kMaxTileRows * p.dk4,     p.sk4 * p.dvp,
-                             4 * p.dvp,          p.skq / 32,               2 * (p.skq / 4)};
+                             4 * p.skp,          kMaxTileRows * p.dk4,     p.skq * p.dvp,
+                             4 * p.dvp,          2 * (p.skq / 32),         2 * (p.skq / 4),
+                             2 * kAmxRows * p.skq, 2 * kAmxRows * p.skq,   4 * 2 * 2 * kAmxRows * p.dvp};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 64);
     char* at = cpu::thread_scratch_as<char>(cpu::Scratch::QAttention, total);
@@ -145,7 +154,8 @@ void qattention_f32(KernelContext& ctx) {
                                reinterpret_cast<int8_t*>(part[8]),  reinterpret_cast<int32_t*>(part[9]),
                                reinterpret_cast<uint8_t*>(part[10]), reinterpret_cast<int8_t*>(part[11]),
                                reinterpret_cast<int8_t*>(part[12]), reinterpret_cast<uint8_t*>(part[13]),
-                               reinterpret_cast<uint16_t*>(part[14]), -1};
+                               reinterpret_cast<uint16_t*>(part[14]), reinterpret_cast<uint8_t*>(part[15]),
+                               reinterpret_cast<uint8_t*>(part[16]), reinterpret_cast<int32_t*>(part[17]), -1};
   };
   cpu::parallel_attention_tasks(ctx, a.batch, a.heads, a.q_len, kBlockRows, make_scratch,
                                 [&](cpu::qattn::Scratch& w, int64_t b, int64_t h, int64_t i0, int64_t i1) {
@@ -163,6 +173,12 @@ bool vnni_available() {
 }
 void set_vnni_allowed(bool allowed) { g_vnni_allowed.store(allowed, std::memory_order_relaxed); }
 bool vnni_allowed() { return g_vnni_allowed.load(std::memory_order_relaxed); }
+bool amx_available() {
+  static const bool has = vnni_available() && __builtin_cpu_supports("avx512vbmi") && amx_int8_usable();
+  return has;
+}
+void set_amx_allowed(bool allowed) { g_amx_allowed.store(allowed, std::memory_order_relaxed); }
+bool amx_allowed() { return g_amx_allowed.load(std::memory_order_relaxed); }
 
 }  // namespace cpu::qattn
 

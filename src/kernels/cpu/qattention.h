@@ -19,6 +19,8 @@ constexpr int64_t kCols = 16;
 // Query rows per task (a multiple of every level's tile height), and the tallest tile.
 constexpr int64_t kBlockRows = 64;
 constexpr int64_t kMaxTileRows = 8;
+// Query rows per AMX tile (the most a tile holds): the AMX P.V's P rows at a time.
+constexpr int64_t kAmxRows = 16;
 
 // A centered quantization (ref_attention.h's QuantParam as floats): round(x / scale) is
 // saturated to [lo, hi] = [type min - zp, type max - zp] and stored as int16.
@@ -71,7 +73,8 @@ struct Scratch {
   // constant term kcol[skp]; a tile's Q rows as unsigned bytes q8[kMaxTileRows][dk4];
   // V as signed bytes in quads of keys, vt8[sk4 / 4][dvp][j % 4], from four rows
   // v8[4][dvp]; per 32 keys, the groups of four with a P >= 256, chunks[skq / 32], and
-  // their list, hi[skq / 4] (written 16 entries at a time).
+  // their list, hi[skq / 4] (written 16 entries at a time). vt8 holds skq / 4 quads of
+  // keys, zeros past sk4 (the AMX P.V reads whole 64-key blocks).
   int8_t* kt8;
   int8_t* k8;
   int32_t* kcol;
@@ -80,6 +83,12 @@ struct Scratch {
   int8_t* v8;
   uint8_t* chunks;
   uint16_t* hi;
+  // The AMX P.V's (qattention_amx_vnni_avx512.cpp), two of each (tiles in flight): P's
+  // low and high bytes, pl[2][kAmxRows][skq] and ph[2][kAmxRows][skq] (and chunks[2][skq /
+  // 32]), and the int32 sums of the low and the high bytes' products, pv[2][2][kAmxRows][dvp].
+  uint8_t* pl;
+  uint8_t* ph;
+  int32_t* pv;
   int64_t packed;  // b * heads + h of the head in kt/vp; -1 for none
 };
 
@@ -90,6 +99,9 @@ void task_generic(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, S
 void task_avx2(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 void task_avx512_vnni(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
+// The VNNI task with P.V on AMX-INT8 tiles, 16 query rows at a time (the same int32
+// sums, so the same outputs); only where amx_available().
+void task_avx512_amx(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Scratch& w);
 // The VNNI task's packing of head (b, h) into w's byte buffers, unless w holds it already
 // (qattention_pack_vnni_avx512.cpp).
 void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w);
@@ -99,5 +111,11 @@ void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w);
 bool vnni_available();
 void set_vnni_allowed(bool allowed);
 bool vnni_allowed();
+// Within the VNNI task, the AMX P.V runs where the CPU and OS allow AMX-INT8
+// (amx_int8_usable(); OCTET_AMX=0 turns it off for a run). Tests and benchmarks switch
+// it off the same way as VNNI to compare both in one process.
+bool amx_available();
+void set_amx_allowed(bool allowed);
+bool amx_allowed();
 
 }  // namespace octet::cpu::qattn

@@ -71,8 +71,10 @@ void pack_head_vnni(const Args& p, int64_t b, int64_t h, Scratch& w) {
     _mm512_storeu_si512(w.kcol + j0, _mm512_add_epi32(_mm512_mullo_epi32(sums, _mm512_set1_epi32(t.q_lo)),
                                                       _mm512_set1_epi32(static_cast<int32_t>(constant))));
   }
-  // Keys past Sk are zero bytes (their P is 0 too).
+  // Keys past Sk are zero bytes (their P is 0 too), and so are the quads from sk4 to skq,
+  // which only the AMX P.V reads: its P bytes there are stale, and zero V keeps them out.
   const float* v = p.v + b * p.v_b + h * p.head_v;
+  __builtin_memset(w.vt8 + p.sk4 * p.dvp, 0, (p.skq - p.sk4) * p.dvp);
   for (int64_t g = 0; g < p.sk4 / 4; ++g) {
     for (int64_t e = 0; e < 4; ++e) {
       const int64_t j = 4 * g + e;

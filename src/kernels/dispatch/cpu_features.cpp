@@ -1,6 +1,10 @@
 #include "kernels/dispatch/cpu_features.h"
 
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -46,6 +50,21 @@ IsaLevel detect() {
   return IsaLevel::Avx2;
 }
 
+bool detect_amx_int8() {
+  if (const char* env = std::getenv("OCTET_AMX"); env && std::strcmp(env, "0") == 0) return false;
+  if (__get_cpuid_max(0, nullptr) < 0xd) return false;
+  const Cpuid l1 = cpuid(1), l7 = cpuid(7, 0);
+  if (!(l1.c & (1u << 27))) return false;  // OSXSAVE
+  const bool tile = l7.d & (1u << 24), int8 = l7.d & (1u << 25);
+  if (!(tile && int8) || (xgetbv0() & 0x60000) != 0x60000) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 IsaLevel from_environment() {
   IsaLevel level = detected_isa();
   if (const char* env = std::getenv("OCTET_ISA")) {
@@ -81,6 +100,11 @@ std::optional<IsaLevel> parse_isa(const std::string& name) {
 IsaLevel detected_isa() {
   static const IsaLevel level = detect();
   return level;
+}
+
+bool amx_int8_usable() {
+  static const bool usable = detected_isa() == IsaLevel::Avx512 && detect_amx_int8();
+  return usable;
 }
 
 IsaLevel active_isa() { return static_cast<IsaLevel>(active_level().load(std::memory_order_relaxed)); }

@@ -40,6 +40,12 @@ class ScopedIsaLevel {
   IsaLevel previous_;
 };
 
+// True when this thread may run AMX-INT8 tile instructions: CPUID has AMX-TILE and
+// AMX-INT8, the OS saves tile state (XCR0 bits 17, 18) and Linux granted this process the
+// tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once; without the grant a tile
+// instruction faults with SIGILL). False elsewhere, or when OCTET_AMX=0.
+bool amx_int8_usable();
+
 // The CPU's brand string ("Intel(R) Xeon(R) ...") for reports; empty when unknown.
 std::string cpu_model_name();
 

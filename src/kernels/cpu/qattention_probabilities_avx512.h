@@ -192,8 +192,8 @@ struct PRowWriter {
     bits |= static_cast<uint64_t>(high) << ((i & 255) / 4);
     if ((i & 255) == 240) flush(i);
   }
-  // put_rounded for c that holds no NaN and no negative level (exp2_p_row's P): the
-  // int32 lanes are P itself, so P's sum adds them as they are (no VPMOVDW + VPMADDWD for
+  // put_rounded for c that holds no negative level (exp2_p_row's P; a NaN only in rows
+  // whose outputs are NaN): the int32 lanes are P itself, so P's sum adds them as they are (no VPMOVDW + VPMADDWD for
   // the sum: the P writer's shuffle port was the bound), and with kBytes the P >= 256
   // groups come from the high bytes VPERMB already gathered, four keys to a dword.
   void put_level(int64_t i, __m512 c) {
@@ -272,12 +272,12 @@ int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, PRow pc
     p = _mm512_fmadd_ps(p, f, c0);
     return _mm512_maskz_scalef_ps(real, p, nf);  // e / p_scale, 0 past n
   };
-  // max(y, 0) (y >= 0, and lo <= 0 for every P type) turns a NaN y (a row of -inf scores)
-  // into P = 0, the level the conversion's 0x80000000 gave as int16 (low bytes 0), so
-  // put_level sees no NaN.
-  const __m512 zero = F::set1(0.0f);
+  // y >= 0 and lo <= 0 for every P type, so only hi clamps. A NaN y (a row of -inf
+  // scores, or a NaN score) converts to 0x80000000, P bytes 0 as before; its lanes spoil
+  // P's int32 sum, but then the row's float sum is NaN too, and so is every output of the
+  // row whatever the sum of P.
   auto put = [&](int64_t i, __m512 y) {
-    out.put_level(i, _mm512_min_ps(hiq, _mm512_max_ps(y, zero)));
+    out.put_level(i, _mm512_min_ps(hiq, y));
     return y;
   };
   __m512 s0 = F::set1(0.0f), s1 = s0, s2 = s0, s3 = s0;

@@ -6,8 +6,9 @@
 // Markstein's theorem (Handbook of Floating-Point Arithmetic, the division correction step
 // with an FMA): with y within a relative 2^-24 of 1/d (y = RN(1/d) is, exact when d is a
 // power of two), q0 a faithful approximation of x / d (one of its two neighbours), and no
-// underflow or overflow, r = x - d q0 is exact and RN(q0 + r y) = RN(x / d). The remainder is taken negated
-// (r' = -r exactly) so that x = -0 gives -0 like the division (q0 - r' y with r' = +0).
+// underflow or overflow, r = x - d q0 is exact and RN(q0 + r y) = RN(x / d). The remainder
+// is taken negated (r' = -r exactly) so that x = -0 gives -0 like the division (q0 - r' y
+// with r' = +0).
 // Scaling x and d by powers of two scales every step exactly while all values stay normal,
 // so the cases reduce to mantissas X, D in [1, 2), u = 2^-24, z = X / D, y = RN(1/D):
 // - X >= D: |X y - z| <= X u / 2 < ulp(z) / 2, so q0 is faithful -- except X = D, where q0
@@ -16,8 +17,8 @@
 // - X < D, q0 one step past a neighbour of z (possible when X |y - 1/D| > u / 2): then
 //   q0 - r' y = z + (D y - 1)(z - q0) with |D y - 1| < u, |z - q0| < 1.5 u, r' rounded by
 //   at most 2 u^2, so within 3.5 u^2 of z, while z lies more than (1 - X / 2) u from the
-//   midpoint that matters; X <= 2 - 4 u (X < D) leaves only X within 3.5 u of 2 and D just
-//   below 2, which the tests run for every X.
+//   midpoint that matters; X <= 2 - 4 u (X < D) leaves only X = 2 - 4 u and 2 - 6 u, with
+//   D above them (mantissas all ones and one below), which the tests run for every X.
 // Checked besides: every X for 16k D (1.4e11 quotients, the results file of session 17's
 // qattention-division) and the RowDivision tests.
 //

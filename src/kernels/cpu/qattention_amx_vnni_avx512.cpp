@@ -28,6 +28,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/qattention_probabilities_avx512.h"
+#include "kernels/cpu/row_division_avx512.h"
 
 namespace octet::cpu::qattn {
 namespace {
@@ -149,15 +150,16 @@ void write_rows(const Args& p, int64_t b, int64_t h, const TileTerms& t, const i
   const int32_t* lo = pv;
   const int32_t* hi = pv + kAmxRows * p.dvp;
   const __m512 m = _mm512_set1_ps(p.out_scale);
+  const bool exact_scale = reciprocal_division_scale_ok(p.out_scale);
   for (int64_t r = 0; r < t.rows; ++r) {
     float* y = p.y + b * p.y_b + (t.i + r) * p.y_s + h * p.head_v;
-    const __m512 sum = _mm512_set1_ps(t.sums[r]);
+    const RowDivisor sum(t.sums[r], exact_scale);
     const __m512i rv = _mm512_set1_epi32(t.rowv[r]);
     for (int64_t d = 0; d < p.head_v; d += 16) {
       __m512i acc = _mm512_add_epi32(_mm512_loadu_si512(lo + r * p.dvp + d), rv);
       if (t.high) acc = _mm512_add_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(hi + r * p.dvp + d), 8));
       __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(acc));
-      if (p.row_probabilities) out = _mm512_div_ps(out, sum);
+      if (p.row_probabilities) out = sum.divide(out);
       _mm512_mask_storeu_ps(y + d, lanes(p.head_v - d), out);
     }
   }

@@ -164,6 +164,7 @@ struct PRowWriter {
   PRow out;
   uint8_t* hi;
   __m256i sum = _mm256_setzero_si256();
+  __m512i sum32 = _mm512_setzero_si512();  // put_level's sums, lane-wise in int32
   uint64_t bits = 0;
   PRowWriter(const Quant& q, PRow out_, uint8_t* hi_) : qv(q), out(out_), hi(hi_) {}
 
@@ -191,6 +192,28 @@ struct PRowWriter {
     bits |= static_cast<uint64_t>(high) << ((i & 255) / 4);
     if ((i & 255) == 240) flush(i);
   }
+  // put_rounded for c that holds no negative level (exp2_p_row's P; a NaN only in rows
+  // whose outputs are NaN): the int32 lanes are P itself, so P's sum adds them as they are (no VPMOVDW + VPMADDWD for
+  // the sum: the P writer's shuffle port was the bound), and with kBytes the P >= 256
+  // groups come from the high bytes VPERMB already gathered, four keys to a dword.
+  void put_level(int64_t i, __m512 c) {
+    const __m512i v32 = _mm512_cvtps_epi32(c);
+    sum32 = _mm512_add_epi32(sum32, v32);
+    __mmask8 high;
+    if constexpr (kBytes) {
+      const __m256i split = _mm512_castsi512_si256(_mm512_permutexvar_epi8(kSplitBytes, v32));
+      const __m128i high_bytes = _mm256_extracti128_si256(split, 1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.pl + i), _mm256_castsi256_si128(split));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.ph + i), high_bytes);
+      high = _mm_test_epi32_mask(high_bytes, high_bytes);
+    } else {
+      const __m256i v = _mm512_cvtepi32_epi16(v32);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.pc + i), v);
+      high = _mm256_test_epi64_mask(v, _mm256_set1_epi16(static_cast<int16_t>(0xFF00)));
+    }
+    bits |= static_cast<uint64_t>(high) << ((i & 255) / 4);
+    if ((i & 255) == 240) flush(i);
+  }
   // ORs the bits of the 256 keys that hold key i into hi (only groups with a P >= 256,
   // so never past the row's chunks).
   void flush(int64_t i) {
@@ -198,7 +221,9 @@ struct PRowWriter {
   }
   int32_t total(int64_t last) {
     flush(last);
-    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    const __m256i s8 = _mm256_add_epi32(
+        sum, _mm256_add_epi32(_mm512_castsi512_si256(sum32), _mm512_extracti64x4_epi64(sum32, 1)));
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
     const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
     return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
   }
@@ -231,7 +256,7 @@ int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, PRow pc
   const __m512 c0 = F::set1(1.0000001192092896f * inv), c1 = F::set1(0.6931469440460205f * inv),
                c2 = F::set1(0.24022120237350464f * inv), c3 = F::set1(0.05550713092088699f * inv),
                c4 = F::set1(0.009675540961325169f * inv), c5 = F::set1(0.001327647129073739f * inv);
-  const __m512 lo = F::set1(q.lo), hiq = F::set1(q.hi);
+  const __m512 hiq = F::set1(q.hi);
   PRowWriter<true, kBytes> out(q, pc, hi);
   auto y_at = [&](__m512 xv, __mmask16 real) {
     // max returns its second operand for a NaN (a row of -inf scores): P = 0, sum NaN.
@@ -247,8 +272,12 @@ int32_t exp2_p_row(const float* x, float max, int64_t n, const Quant& q, PRow pc
     p = _mm512_fmadd_ps(p, f, c0);
     return _mm512_maskz_scalef_ps(real, p, nf);  // e / p_scale, 0 past n
   };
+  // y >= 0 and lo <= 0 for every P type, so only hi clamps. A NaN y (a row of -inf
+  // scores, or a NaN score) converts to 0x80000000, P bytes 0 as before; its lanes spoil
+  // P's int32 sum, but then the row's float sum is NaN too, and so is every output of the
+  // row whatever the sum of P.
   auto put = [&](int64_t i, __m512 y) {
-    out.put_rounded(i, _mm512_min_ps(hiq, _mm512_max_ps(lo, y)));
+    out.put_level(i, _mm512_min_ps(hiq, y));
     return y;
   };
   __m512 s0 = F::set1(0.0f), s1 = s0, s2 = s0, s3 = s0;

@@ -26,7 +26,8 @@
 // - Register tiles of 4 query rows x 64 columns (16 accumulators: VPDP* latency is hidden
 //   and each loaded K/V vector serves four rows) for both products.
 // - The mask add and each row's maximum ride on the score blocks (no separate passes over
-//   the scores); the division of the outputs by the row sums is vectorized. P's sum and
+//   the scores); the division of the outputs by the row sums is vectorized, by the row's
+//   reciprocal and a correcting FMA (row_division_avx512.h, the same bits). P's sum and
 //   its P >= 256 groups are taken while quantizing (PRowWriter). Without row_probabilities
 //   the softmax's exp and P's quantization stay two passes as on the other levels
 //   (exp_sum, the vec table's with a leaner exp, then the AVX-512 quantize to int16; the
@@ -39,6 +40,7 @@
 #pragma GCC target("avx512vnni")
 
 #include "kernels/cpu/qattention_probabilities_avx512.h"
+#include "kernels/cpu/row_division_avx512.h"
 
 namespace octet::cpu::qattn {
 namespace {
@@ -78,15 +80,16 @@ void output_block(const Args& p, const Scratch& w, const TileP& t, int64_t b, in
   }
   for (int64_t g = 0; g < p.sk4 / 4; ++g) group(lo, g);
   const __m512 m = _mm512_set1_ps(p.out_scale);
+  const bool exact_scale = reciprocal_division_scale_ok(p.out_scale);
 #pragma GCC unroll 16
   for (int64_t r = 0; r < rows; ++r) {
     float* y = p.y + b * p.y_b + (i + r) * p.y_s + h * p.head_v + d0;
-    const __m512 sum = _mm512_set1_ps(t.sums[r]);
+    const RowDivisor sum(t.sums[r], exact_scale);
     const __m512i rowv = _mm512_set1_epi32(t.rowv[r]);
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) {
       __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][n], rowv)));
-      if (p.row_probabilities) out = _mm512_div_ps(out, sum);
+      if (p.row_probabilities) out = sum.divide(out);
       const int64_t width = p.head_v - d0 - 16 * n;
       if (width >= 16) _mm512_storeu_ps(y + 16 * n, out);
       else _mm512_mask_storeu_ps(y + 16 * n, lanes(width), out);

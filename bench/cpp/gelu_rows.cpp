@@ -11,11 +11,11 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "fastest_iteration.h"
 #include "kernels/cpu/vec_ops.h"
 
 namespace {
@@ -27,13 +27,10 @@ void gelu_rows(benchmark::State& state, octet::cpu::UnaryOp op) {
   std::normal_distribution<float> dist(-0.5f, 1.5f);
   std::vector<float> x(static_cast<size_t>(rows * cols)), y(x.size());
   for (float& v : x) v = dist(rng);
-  double best = 1e30;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
+  const double best = octet::bench::fastest_iteration(state, [&] {
     for (int64_t r = 0; r < rows; ++r) octet::cpu::unary(op, x.data() + r * cols, y.data() + r * cols, cols);
     benchmark::DoNotOptimize(y.data());
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  });
   const double elems = static_cast<double>(rows * cols);
   state.counters["ns/elem"] =
       benchmark::Counter(elems / 1e9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);

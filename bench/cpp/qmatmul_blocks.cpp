@@ -20,10 +20,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "fastest_iteration.h"
 
 namespace {
 
@@ -86,12 +87,7 @@ void run(const dnnl::matmul& p, dnnl::stream& s, const uint8_t* a, int64_t m, in
 // Runs `body` once per benchmark iteration and sets both counters.
 template <class Body>
 void timed(benchmark::State& state, double macs, Body body) {
-  double best = 1e30;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  const double best = octet::bench::fastest_iteration(state, body);
   state.counters["GMAC/s"] = benchmark::Counter(macs / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["best_GMAC/s"] = macs / best / 1e9;
 }

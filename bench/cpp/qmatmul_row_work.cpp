@@ -14,11 +14,11 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "fastest_iteration.h"
 #include "kernels/cpu/quant_ops.h"
 
 namespace {
@@ -53,12 +53,7 @@ struct Problem {
 
 template <class Fn>
 void timed(benchmark::State& state, int64_t elems, Fn body) {
-  double best = 1e30;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  const double best = octet::bench::fastest_iteration(state, body);
   state.counters["ns/elem"] = benchmark::Counter(static_cast<double>(elems) / 1e9,
                                                  benchmark::Counter::kIsIterationInvariantRate |
                                                      benchmark::Counter::kInvert);

@@ -15,6 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/qattention.h"
@@ -83,6 +85,30 @@ QCase shape(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t dk, int64_t dv
   QCase c;
   c.batch = b, c.q_len = sq, c.kv_len = sk, c.heads = h, c.head_k = dk, c.head_v = dv;
   return c;
+}
+
+using Shape5 = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;  // batch, Sq, Sk, heads, head size
+
+// Each shape in both P forms, each with no mask, a mask the kernels fuse (broadcast along
+// keys), one they do not (along queries) and causal rows (some see no key): the sweep the
+// task-against-task tests share.
+std::vector<QCase> p_forms_and_masks(std::initializer_list<Shape5> shapes) {
+  std::vector<QCase> cases;
+  for (auto [b, sq, sk, h, d] : shapes) {
+    for (bool rows : {true, false}) {
+      QCase c = shape(b, sq, sk, h, d, d);
+      c.row_probabilities = rows;
+      cases.push_back(c);
+      c.mask_shape = {b, 1, 1, sk};
+      cases.push_back(c);
+      c.mask_shape = {b, 1, sq, 1};
+      cases.push_back(c);
+      c.mask_shape = {};
+      c.causal = true;
+      cases.push_back(c);
+    }
+  }
+  return cases;
 }
 
 TEST(CpuQAttention, Lengths) {
@@ -207,23 +233,10 @@ TEST(CpuQAttention, VnniTaskMatchesPlainAvx512) {
   if (!cpu::qattn::vnni_available()) GTEST_SKIP() << "no AVX512-VNNI";
   ScopedIsaLevel isa(IsaLevel::Avx512);
   if (active_isa() != IsaLevel::Avx512) GTEST_SKIP() << "no AVX-512";
-  std::vector<QCase> cases;
-  for (auto [b, sq, sk, h, d] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 2, 64}, {2, 1, 9, 3, 32},
-                                 {1, 7, 7, 2, 64}, {1, 17, 17, 1, 17}, {1, 33, 65, 2, 64}, {1, 128, 128, 12, 32},
-                                 {1, 257, 257, 2, 64}, {2, 9, 1, 3, 16}, {1, 5, 300, 1, 64}, {1, 3, 513, 1, 16}}) {
-    for (bool rows : {true, false}) {
-      QCase c = shape(b, sq, sk, h, d, d);
-      c.row_probabilities = rows;
-      cases.push_back(c);
-      c.mask_shape = {b, 1, 1, sk};
-      cases.push_back(c);
-      c.mask_shape = {b, 1, sq, 1};
-      cases.push_back(c);
-      c.mask_shape = {};
-      c.causal = true;
-      cases.push_back(c);
-    }
-  }
+  const std::vector<QCase> cases =
+      p_forms_and_masks({{1, 1, 1, 2, 64}, {2, 1, 9, 3, 32}, {1, 7, 7, 2, 64}, {1, 17, 17, 1, 17}, {1, 33, 65, 2, 64},
+                         {1, 128, 128, 12, 32}, {1, 257, 257, 2, 64}, {2, 9, 1, 3, 16}, {1, 5, 300, 1, 64},
+                         {1, 3, 513, 1, 16}});
   Totals rows_total;
   for (const QCase& base : cases)
     for (auto with : {with_u8, with_u8_wide_p, with_s8_wide_p}) {
@@ -266,23 +279,10 @@ TEST(CpuQAttention, AmxTaskMatchesVnniBitForBit) {
   if (!cpu::qattn::amx_available()) GTEST_SKIP() << "no AMX-INT8 (or the OS did not grant tile state)";
   ScopedIsaLevel isa(IsaLevel::Avx512);
   if (active_isa() != IsaLevel::Avx512) GTEST_SKIP() << "no AVX-512";
-  std::vector<QCase> cases;
-  for (auto [b, sq, sk, h, d] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 2, 64}, {2, 5, 15, 3, 32},
-                                 {1, 16, 16, 2, 17}, {1, 17, 17, 1, 64}, {1, 33, 257, 2, 100}, {2, 70, 129, 2, 128},
-                                 {1, 128, 128, 12, 32}, {1, 257, 257, 2, 64}, {2, 9, 1, 3, 16}}) {
-    for (bool rows : {true, false}) {
-      QCase c = shape(b, sq, sk, h, d, d);
-      c.row_probabilities = rows;
-      cases.push_back(c);
-      c.mask_shape = {b, 1, 1, sk};
-      cases.push_back(c);
-      c.mask_shape = {b, 1, sq, 1};
-      cases.push_back(c);
-      c.mask_shape = {};
-      c.causal = true;
-      cases.push_back(c);
-    }
-  }
+  const std::vector<QCase> cases =
+      p_forms_and_masks({{1, 1, 1, 2, 64}, {2, 5, 15, 3, 32}, {1, 16, 16, 2, 17}, {1, 17, 17, 1, 64},
+                         {1, 33, 257, 2, 100}, {2, 70, 129, 2, 128}, {1, 128, 128, 12, 32}, {1, 257, 257, 2, 64},
+                         {2, 9, 1, 3, 16}});
   int64_t compared = 0;
   for (const QCase& base : cases)
     for (auto with : {with_u8, with_s8_asym, with_u8_wide_p}) {

@@ -1,7 +1,8 @@
 // The optimized octet.Attention kernel (kernels/cpu/attention.cpp) against its reference
 // twin, on every ISA level the machine has: single rows and keys, lengths that are not
 // multiples of the tiles (4x16; 8x32 under AVX-512, whose 16x16 transposes pack K^T and
-// the queries) or the 64-row task blocks, head sizes 1 to 96, causal with
+// the queries) or the 64-row task blocks (whose leftover rows take tiles of 1, 2 or 4),
+// head sizes 1 to 100, causal with
 // Sq != Sk (rows with no visible key included), every mask shape the op accepts, rows
 // whose keys are all masked, the seq-first layout, and several thread counts.
 #include <gtest/gtest.h>
@@ -127,6 +128,20 @@ TEST(CpuAttention, OddLengthsAcrossTilesAndTaskBlocks) {
   for (int64_t s : {1, 2, 3, 5, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 127, 128, 130}) check({1, s, s, 4, 16, 16});
   for (int64_t s : {31, 48, 49, 257}) check({1, s, s, 2, 64, 48});
   check({2, 65, 130, 2, 16, 16});
+}
+
+// A task block's leftover rows run through a tile of 1, 2, 4 or 8 rows (the next power of
+// two): every leftover count, at the tiles' edges in Dk and Sk, with masks and causal.
+TEST(CpuAttention, LeftoverRowsTakeSmallerTiles) {
+  for (int64_t s : {65, 66, 67, 68, 69, 70, 71, 129}) check({2, s, 17, 2, 16, 16});
+  for (int64_t d : {16, 17, 32, 64, 100}) check({2, 257, 257, 2, d, d});
+  for (int64_t sk : {1, 15, 16, 17, 129}) check({2, 129, sk, 2, 17, 32});
+  for (int64_t sq : {1, 15, 16, 17}) check({2, sq, 129, 2, 64, 64});
+  check({2, 257, 257, 2, 64, 64, true});
+  check({2, 129, 257, 2, 64, 64, true});
+  check({2, 257, 257, 2, 64, 64, false, false, {2, 1, 1, 257}});
+  check({2, 69, 71, 3, 32, 32, false, false, {2, 3, 69, 71}});
+  check({2, 69, 71, 3, 32, 32, true, false, {2, 1, 69, 71}});
 }
 
 TEST(CpuAttention, CausalWithDifferentLengths) {

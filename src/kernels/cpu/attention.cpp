@@ -6,7 +6,7 @@
 // of 16 keys, [Sk/16][Dk][16], keys padded to 16) and V ([Sk][Dv], padded to 16) into
 // per-thread scratch, so the inner loops read contiguous memory whatever the layout
 // (batch- or seq-first), then for a tile of query rows at a time (8 under AVX-512, 4
-// otherwise), its queries transposed:
+// otherwise; a block's leftover rows take a tile of 1, 2 or 4), its queries transposed:
 //   scores  acc[r] += q[r][d] * Kt[d][j..j+T]  (rows x T register tile, T = 32 columns
 //           under AVX-512, 16 otherwise; one pass over Dk; K^T packed in blocks of 16
 //           keys, each block's Dk x 16 values contiguous)
@@ -118,6 +118,17 @@ OCTET_INLINE void store(float* p, V v) {
   __builtin_memcpy(p, &v, sizeof(V));
 }
 
+// acc = 0 one vector at a time: `V acc[R][N] = {}` was lowered to a `rep stos` of the
+// whole array on the stack (1 KiB under AVX-512) before the registers were zeroed, ~2% of
+// the kernel's samples.
+template <typename V, int64_t R, int64_t N>
+OCTET_INLINE void zero_tile(V (&acc)[R][N]) {
+#pragma GCC unroll 8
+  for (int64_t r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int64_t n = 0; n < N; ++n) acc[r][n] = V{};
+}
+
 // Columns per register tile: 16 (kCols, one block of packed K^T) at 4 and 8 lanes, where
 // that is already 4 or 2 vectors per row; 32 under AVX-512, so a tile holds kRows x 2
 // accumulators. With one vector per row (8 accumulators) every FMA waited on the previous
@@ -130,16 +141,17 @@ constexpr int64_t kTileCols = kLanes<V> == 16 ? 2 * kCols : kCols;
 // K[j0 + n * lanes][d] (the same FMAs in the same order whatever the tile width), times
 // scale, stored to s[r * skp + j] for r < rows; the row maxima of columns in full kCols
 // blocks kept lane-wise in mx.
-template <typename V, int64_t N>
+template <typename V, int64_t R, int64_t N>
 OCTET_INLINE void scores_block(const AttentionShape& a, const float* kt, const float* qt, int64_t j0, int64_t rows,
                                float scale, int64_t skp, int64_t full_cols, float* s, V* mx) {
-  constexpr int64_t L = kLanes<V>, R = kRows<V>;
+  constexpr int64_t L = kLanes<V>;
   const float* kb[N];  // vector n's K^T column in its packed block of kCols keys
   for (int64_t n = 0; n < N; ++n) {
     const int64_t c = j0 + n * L;
     kb[n] = kt + (c / kCols) * a.head_k * kCols + c % kCols;
   }
-  V acc[R][N] = {};
+  V acc[R][N];
+  zero_tile<V, R, N>(acc);
   for (int64_t d = 0; d < a.head_k; ++d) {
     const float* qd = qt + d * R;
 #pragma GCC unroll 4
@@ -161,14 +173,14 @@ OCTET_INLINE void scores_block(const AttentionShape& a, const float* kt, const f
     for (int64_t n = 0; n < N; ++n) store<V>(s + r * skp + j0 + n * L, acc[r][n]);
 }
 
-// Scores of `rows` (<= kRows<V>) query rows starting at i into s[r * skp + j], scaled and
+// Scores of `rows` (<= R) query rows starting at i into s[r * skp + j], scaled and
 // masked, then exponentiated: s = exp(s - row max). The row sums go to sum[r]; the
 // division by them waits for output_tile's store (one multiply per output instead of a
 // pass over the row).
-template <typename V>
+template <typename V, int64_t R>
 OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w, float* s,
                               float* sum) {
-  constexpr int64_t L = kLanes<V>, R = kRows<V>, T = kTileCols<V>;
+  constexpr int64_t L = kLanes<V>, T = kTileCols<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols);
   // The tile's queries transposed, qt[d * R + r]: the inner loop then broadcasts from one
@@ -191,8 +203,8 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
   V mx[R];
   for (int64_t r = 0; r < R; ++r) mx[r] = V{} + p.lowest;
   int64_t j0 = 0;
-  for (; j0 + T <= skp; j0 += T) scores_block<V, T / L>(a, w.kt, qt, j0, rows, scale, skp, full_cols, s, mx);
-  if (j0 < skp) scores_block<V, kCols / L>(a, w.kt, qt, j0, rows, scale, skp, full_cols, s, mx);  // T > kCols
+  for (; j0 + T <= skp; j0 += T) scores_block<V, R, T / L>(a, w.kt, qt, j0, rows, scale, skp, full_cols, s, mx);
+  if (j0 < skp) scores_block<V, R, kCols / L>(a, w.kt, qt, j0, rows, scale, skp, full_cols, s, mx);  // T > kCols
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * skp;
     const int64_t qi = i + r;
@@ -221,13 +233,14 @@ OCTET_INLINE void scores_tile(const Args& p, int64_t b, int64_t h, int64_t i, in
 
 // Y columns [d0, d0 + N lanes) of the tile's rows: (E rows . V) / sum, stored for r < rows
 // (E: scores_tile's exponentials; pr[r] its row r, a short tile repeating its last).
-template <typename V, int64_t N>
+template <typename V, int64_t R, int64_t N>
 OCTET_INLINE void output_block(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, const Workspace& w,
                                const float* const* pr, const float* sum, int64_t d0) {
-  constexpr int64_t L = kLanes<V>, R = kRows<V>;
+  constexpr int64_t L = kLanes<V>;
   const AttentionShape& a = *p.a;
   const int64_t dvp = round_up(a.head_v, kCols);
-  V acc[R][N] = {};
+  V acc[R][N];
+  zero_tile<V, R, N>(acc);
   for (int64_t j = 0; j < a.kv_len; ++j) {
     const float* vj = w.vp + j * dvp + d0;
 #pragma GCC unroll 4
@@ -254,17 +267,25 @@ OCTET_INLINE void output_block(const Args& p, int64_t b, int64_t h, int64_t i, i
 }
 
 // Y rows = (E rows . V) / sum for `rows` rows starting at i (E: scores_tile's exponentials).
-template <typename V>
+template <typename V, int64_t R>
 OCTET_INLINE void output_tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w,
                               const float* s, const float* sum) {
-  constexpr int64_t L = kLanes<V>, R = kRows<V>, T = kTileCols<V>;
+  constexpr int64_t L = kLanes<V>, T = kTileCols<V>;
   const AttentionShape& a = *p.a;
   const int64_t skp = round_up(std::max<int64_t>(a.kv_len, 1), kCols), dvp = round_up(a.head_v, kCols);
   const float* pr[R];
   for (int64_t r = 0; r < R; ++r) pr[r] = s + std::min(r, rows - 1) * skp;
   int64_t d0 = 0;
-  for (; d0 + T <= dvp; d0 += T) output_block<V, T / L>(p, b, h, i, rows, w, pr, sum, d0);
-  if (d0 < dvp) output_block<V, kCols / L>(p, b, h, i, rows, w, pr, sum, d0);  // T > kCols
+  for (; d0 + T <= dvp; d0 += T) output_block<V, R, T / L>(p, b, h, i, rows, w, pr, sum, d0);
+  if (d0 < dvp) output_block<V, R, kCols / L>(p, b, h, i, rows, w, pr, sum, d0);  // T > kCols
+}
+
+// `rows` (<= R) query rows from i through a tile of R rows: scores into s, then Y.
+template <typename V, int64_t R>
+OCTET_INLINE void tile(const Args& p, int64_t b, int64_t h, int64_t i, int64_t rows, Workspace& w, float* s) {
+  float sum[R];
+  scores_tile<V, R>(p, b, h, i, rows, w, s, sum);
+  output_tile<V, R>(p, b, h, i, rows, w, s, sum);
 }
 
 // One task: (b, h) and query rows [i0, i1).
@@ -272,13 +293,19 @@ template <typename V>
 OCTET_INLINE void task_body(const Args& p, int64_t b, int64_t h, int64_t i0, int64_t i1, Workspace& w) {
   pack_head<kLanes<V> == 16>(p, b, h, w);
   const int64_t skp = round_up(std::max<int64_t>(p.a->kv_len, 1), kCols);
-  for (int64_t i = i0; i < i1; i += kRows<V>) {
-    const int64_t rows = std::min(kRows<V>, i1 - i);
-    float* s = w.s + (i - i0) * skp;
-    float sum[kRows<V>];
-    scores_tile<V>(p, b, h, i, rows, w, s, sum);
-    output_tile<V>(p, b, h, i, rows, w, s, sum);
-  }
+  constexpr int64_t R = kRows<V>;
+  int64_t i = i0;
+  for (; i + R <= i1; i += R) tile<V, R>(p, b, h, i, R, w, w.s + (i - i0) * skp);
+  // The block's last rows (257 = 4 x 64 + 1 for DINOv2): a tile of the next power of two
+  // rows, so one leftover row no longer costs a whole kRows tile's FMAs. Each row's sums
+  // run in the same order at any tile height, so the results keep every bit.
+  const int64_t rows = i1 - i;
+  float* s = w.s + (i - i0) * skp;
+  if (rows == 0) return;
+  if (rows == 1) return tile<V, 1>(p, b, h, i, rows, w, s);
+  if (rows == 2) return tile<V, 2>(p, b, h, i, rows, w, s);
+  if (R == 4 || rows <= 4) return tile<V, 4>(p, b, h, i, rows, w, s);
+  tile<V, R>(p, b, h, i, rows, w, s);
 }
 
 using TaskFn = void (*)(const Args&, int64_t, int64_t, int64_t, int64_t, Workspace&);

@@ -229,26 +229,16 @@ void QMatMulState::epilogue_rows(const int32_t* sums, const float* sa, const int
     q.epilogue_row(e, row, n, row_range ? &mn : nullptr, row_range ? &mx : nullptr);
     if (norm_) {
       // LayerNormQuantize's per-row mode on the finished row: the same numbers as that node
-      // reading Y. With the float output too, both forms from one pass of statistics
-      // (norm_row2), and the quantized form's uint8 range taken on the way.
+      // reading Y. One pass of statistics (norm_row2) gives the quantized form (norm_row's
+      // row), the float output when it is read, and a uint8 Q's range on the way (no
+      // min_max pass over it).
       const cpu::NormOutput quantized{norm_qg_.data(), norm_qb_.empty() ? nullptr : norm_qb_.data(), normalized};
-      cpu::RowParams p;
-      if (out.norm_y) {
-        const cpu::NormOutput plain{norm_g_.data(), norm_b_.empty() ? nullptr : norm_b_.data(), out.norm_y + m * n};
-        float nmn = 0, nmx = 0;
-        t.norm_row2(row, n, norm_eps_, quantized, plain, norm_int8_ ? nullptr : &nmn, norm_int8_ ? nullptr : &nmx);
-        p = norm_int8_ ? cpu::quantize_row_dynamic(q, normalized, n, true, out.norm_q + m * n)
-                       : cpu::quantize_row_in_range(q, normalized, n, nmn, nmx, out.norm_q + m * n);
-      } else if (!norm_int8_) {
-        // Q alone: the uint8 range on the way too (norm_row2 without its second output is
-        // norm_row's row), instead of a min_max pass over it.
-        float nmn = 0, nmx = 0;
-        t.norm_row2(row, n, norm_eps_, quantized, cpu::NormOutput{nullptr, nullptr, nullptr}, &nmn, &nmx);
-        p = cpu::quantize_row_in_range(q, normalized, n, nmn, nmx, out.norm_q + m * n);
-      } else {
-        t.norm_row(row, normalized, n, quantized.gamma, quantized.beta, norm_eps_, true);
-        p = cpu::quantize_row_dynamic(q, normalized, n, true, out.norm_q + m * n);
-      }
+      const cpu::NormOutput plain{norm_g_.data(), norm_b_.empty() ? nullptr : norm_b_.data(),
+                                  out.norm_y ? out.norm_y + m * n : nullptr};
+      float nmn = 0, nmx = 0;
+      t.norm_row2(row, n, norm_eps_, quantized, plain, norm_int8_ ? nullptr : &nmn, norm_int8_ ? nullptr : &nmx);
+      const cpu::RowParams p = norm_int8_ ? cpu::quantize_row_dynamic(q, normalized, n, true, out.norm_q + m * n)
+                                          : cpu::quantize_row_in_range(q, normalized, n, nmn, nmx, out.norm_q + m * n);
       out.norm_scale[m] = p.scale;
       out.norm_zero[m] = p.zero_point;
     }

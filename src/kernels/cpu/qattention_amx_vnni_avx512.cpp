@@ -28,7 +28,6 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/qattention_probabilities_avx512.h"
-#include "kernels/cpu/row_division_avx512.h"
 
 namespace octet::cpu::qattn {
 namespace {
@@ -158,9 +157,7 @@ void write_rows(const Args& p, int64_t b, int64_t h, const TileTerms& t, const i
     for (int64_t d = 0; d < p.head_v; d += 16) {
       __m512i acc = _mm512_add_epi32(_mm512_loadu_si512(lo + r * p.dvp + d), rv);
       if (t.high) acc = _mm512_add_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(hi + r * p.dvp + d), 8));
-      __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(acc));
-      if (p.row_probabilities) out = sum.divide(out);
-      _mm512_mask_storeu_ps(y + d, lanes(p.head_v - d), out);
+      _mm512_mask_storeu_ps(y + d, lanes(p.head_v - d), output_value(p, m, sum, acc));
     }
   }
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kernels/cpu/qattention_bytes_avx512.h"
+#include "kernels/cpu/row_division_avx512.h"
 #include "kernels/cpu/simd/traits_avx512.h"
 #include "kernels/cpu/simd/vec_impl.h"
 
@@ -21,6 +22,14 @@ using F = simd::Avx512Traits;
 constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
 static_assert(kBlockRows % kR == 0 && kR <= kMaxTileRows);
+
+// An output vector from its exact int32 P.V sum (the row's constant term included):
+// out_scale * float(sum), divided by the row's P sum with row_probabilities. The float
+// steps both P.V products end in, so the AMX task's outputs are the VNNI task's bit for bit.
+inline __m512 output_value(const Args& p, __m512 out_scale, const RowDivisor& row_sum, __m512i sum) {
+  const __m512 out = _mm512_mul_ps(out_scale, _mm512_cvtepi32_ps(sum));
+  return p.row_probabilities ? row_sum.divide(out) : out;
+}
 
 
 // The tile's query rows for the score blocks: bytes q[r] with constant terms rowc[r];

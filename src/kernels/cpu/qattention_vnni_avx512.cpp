@@ -40,7 +40,6 @@
 #pragma GCC target("avx512vnni")
 
 #include "kernels/cpu/qattention_probabilities_avx512.h"
-#include "kernels/cpu/row_division_avx512.h"
 
 namespace octet::cpu::qattn {
 namespace {
@@ -88,8 +87,7 @@ void output_block(const Args& p, const Scratch& w, const TileP& t, int64_t b, in
     const __m512i rowv = _mm512_set1_epi32(t.rowv[r]);
 #pragma GCC unroll 16
     for (int n = 0; n < N; ++n) {
-      __m512 out = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][n], rowv)));
-      if (p.row_probabilities) out = sum.divide(out);
+      const __m512 out = output_value(p, m, sum, _mm512_add_epi32(acc[r][n], rowv));
       const int64_t width = p.head_v - d0 - 16 * n;
       if (width >= 16) _mm512_storeu_ps(y + 16 * n, out);
       else _mm512_mask_storeu_ps(y + 16 * n, lanes(width), out);

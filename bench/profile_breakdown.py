@@ -157,13 +157,22 @@ def gemm_peaks(binary):
     return rows
 
 
+def cpu_name():
+    """The CPU's model name as /proc/cpuinfo gives it (the report's header)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "unknown CPU")
+    except OSError:
+        return "unknown CPU"
+
+
 def fmt(v, d=2):
     return f"{v:.{d}f}"
 
 
 def render(result):
     lines = [f"# Issue 20 profile: where octet's time goes, per op class ({result['date']})", "",
-             f"AMD EPYC, {result['threads']} threads, commit {result['commit']}; loads at each measurement "
+             f"{result.get('cpu', 'CPU not recorded')}, {result['threads']} threads, commit {result['commit']}; loads at each measurement "
              "are in the tables (1-minute average before/after).", "",
              "## Machine peaks (bench_gemm_peak)", "", "| benchmark | GMAC/s | implementation |", "|---|---|---|"]
     for name, row in result["peaks"].items():
@@ -218,7 +227,7 @@ def main():
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=10", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit, "threads": a.threads,
-              "dims": {}, "models": {}}
+              "cpu": cpu_name(), "dims": {}, "models": {}}
     result["peaks"] = gemm_peaks(a.peak_bench) if os.access(a.peak_bench, os.X_OK) else {}
     result["peaks_load"] = load_average()
     for model in a.models.split(","):

@@ -18,7 +18,9 @@ rounds of each p50, and the ratio to the same engine's quiet median.
 
 --octet-env adds octet variants run with extra environment variables (e.g.
 `spin0=GOMP_SPINCOUNT=0`), measured like the others: how the OpenMP wait settings were
-chosen. The goal (issue 19): octet's p50 beside any neighbour at most 2.5x its quiet p50.
+chosen. The key ARGS adds command-line options to the variant's `octet bench` (and its
+octet neighbours): `fixed=GOMP_SPINCOUNT=1000,ARGS=--fixed-threads` is the session-17
+default, before sessions dropped to one thread beside a neighbour. The goal (issue 19): octet's p50 beside any neighbour at most 2.5x its quiet p50.
 """
 import argparse
 import datetime
@@ -67,13 +69,14 @@ def make_calibration(folder, n=4):
 class Neighbour:
     """A background load started fresh for one measurement (a new process group)."""
 
-    def __init__(self, kind, octet, model, work, env_extra):
+    def __init__(self, kind, octet, model, work, variant):
         self.kind = kind
+        env_extra, extra_args = split_variant(variant)
         if kind == "busy":
             cmd = [sys.executable, "-c", "while True: pass"]
         elif kind == "bench":
             cmd = [octet, "bench", model, "--dim", "batch_size=1", "--dim", f"sequence_length={SEQ}", "--threads", str(THREADS),
-                   "--warmup", "0", "--iters", "1000000"]
+                   "--warmup", "0", "--iters", "1000000", *extra_args]
         elif kind == "quantize":
             out = os.path.join(work, "neighbour_q.onnx")
             calib = os.path.join(work, "calib")
@@ -98,7 +101,14 @@ class Neighbour:
         self.proc.wait()
 
 
-def measure(engine, octet, model, inputs, work, iters, warmup, env_extra):
+def split_variant(variant):
+    """An --octet-env variant's environment, and its ARGS (octet bench options) apart."""
+    env = dict(variant)
+    return env, env.pop("ARGS", "").split()
+
+
+def measure(engine, octet, model, inputs, work, iters, warmup, variant):
+    env_extra, extra_args = split_variant(variant)
     env = dict(os.environ)
     env.update(env_extra)
     if engine == "ort":
@@ -106,7 +116,7 @@ def measure(engine, octet, model, inputs, work, iters, warmup, env_extra):
                "--threads", str(THREADS), "--warmup", str(warmup), "--iters", str(iters)]
     else:
         cmd = [octet, "bench", model, "--dim", "batch_size=1", "--dim", f"sequence_length={SEQ}", "--threads", str(THREADS),
-               "--input", inputs, "--warmup", str(warmup), "--iters", str(iters), "--json"]
+               "--input", inputs, "--warmup", str(warmup), "--iters", str(iters), "--json", *extra_args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"{engine}: exit {proc.returncode}: {proc.stderr.strip()[-500:]}")

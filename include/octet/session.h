@@ -73,6 +73,10 @@ class Model {
 struct SessionOptions {
   int threads = 0;             // kernel threads; 0: one per core the process may use
   int optimization_level = 2;  // as Model::optimize; applied when the session is made
+  // A run uses one thread while other processes compete for the cores, probing now and
+  // then whether they left: beside a neighbour that is faster than threads waiting on each
+  // other, and the outputs are the same bits. false: every run uses `threads`.
+  bool adapt_threads = true;
 };
 
 // A model prepared to run: kernels chosen and weights packed once. run() may be called

@@ -90,6 +90,7 @@ std::shared_ptr<const Session::Impl> make_session(::octet::Model model, const st
   impl->outputs = infos(graph_outputs(*model.graph));
   ::octet::SessionOptions so;
   so.threads = options.threads;
+  so.adapt_threads = options.adapt_threads;
   // Moved in and held by nobody else: the session may keep weights only in packed form.
   impl->session = std::make_shared<const ::octet::Session>(std::shared_ptr<Graph>(std::move(model.graph)), so);
   return impl;

@@ -122,6 +122,7 @@ Session::Session(OwnedGraph graph, SessionOptions options)
     : graph_(std::move(graph.graph)), releasable_(graph.releasable), options_(options) {
   OCTET_ASSERT(options_.threads >= 0, "SessionOptions.threads must be >= 0");
   threads_ = options_.threads > 0 ? options_.threads : std::max(1, omp_get_num_procs());
+  governor_ = std::make_unique<ThreadGovernor>(threads_, options_.adapt_threads);
   for (const Value* v : graph_->values()) {
     slots_.emplace(v, static_cast<int>(slot_values_.size()));
     slot_values_.push_back(v);

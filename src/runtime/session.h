@@ -39,6 +39,7 @@
 #include "runtime/dim_table.h"
 #include "runtime/input_binding.h"
 #include "runtime/memory_plan.h"
+#include "runtime/thread_governor.h"
 
 namespace octet {
 
@@ -74,6 +75,10 @@ struct SessionOptions {
   KernelChoice kernels = KernelChoice::Optimized;
   // Threads each kernel may use; 0 means one per core the process may run on.
   int threads = 0;
+  // Run on one thread while other processes compete for the cores, probing now and then
+  // whether they left (runtime/thread_governor.h: faster beside a neighbour than waiting
+  // OpenMP threads, and the same outputs). false: always `threads`.
+  bool adapt_threads = true;
   // Drop the graph's data of initializers whose readers all keep a packed copy of their
   // own (oneDNN's blocked weights under AVX-512), when the session solely owns a mutable
   // graph. The graph then cannot be exported; graph() still shows every Value and type.
@@ -114,8 +119,10 @@ class Session {
   const Graph& graph() const { return *graph_; }
   // Graph inputs the caller must provide (inputs that are not initializers).
   std::vector<const Value*> required_inputs() const;
-  // The threads kernels use (options.threads resolved).
+  // The threads kernels use (options.threads resolved); a run may use one instead while
+  // other processes hold the cores (adapt_threads), which thread_stats() counts.
   int threads() const { return threads_; }
+  ThreadGovernor::Stats thread_stats() const { return governor_->stats(); }
   // How many nodes run an optimized kernel, and which ops fell back to the reference
   // kernels ("ai.onnx::Erf" -> count): what `octet bench` and `inspect` report.
   int optimized_nodes() const;
@@ -256,6 +263,7 @@ class Session {
   mutable std::shared_ptr<const RunPlan> last_plan_;  // made last by plan_for: a layout donor
   mutable std::map<std::vector<int>, std::shared_ptr<const std::vector<char>>> unneeded_;  // unneeded_steps' cache
   mutable ArenaPool arenas_;
+  std::unique_ptr<ThreadGovernor> governor_;  // per run: all threads, or one beside a neighbour
 };
 
 // Binds each symbol of `declared` from `actual`, or checks it against an existing

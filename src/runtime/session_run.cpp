@@ -175,8 +175,11 @@ std::shared_ptr<const std::vector<char>> Session::unneeded_steps(const std::vect
 std::vector<Tensor> Session::run_steps(const std::vector<std::pair<int, const Tensor*>>& inputs,
                                        const std::vector<int>* wanted, RunProfile* profile,
                                        const ValueObserver* observer) const {
-  // oneDNN and the kernels' parallel loops size their teams from this thread's setting.
-  omp_set_num_threads(threads_);
+  // oneDNN and the kernels' parallel loops size their teams from this thread's setting;
+  // the governor picks it per run (one thread beside a neighbour).
+  const ThreadGovernor::Run governed = governor_->begin();
+  const int threads = governed.threads;
+  omp_set_num_threads(threads);
   std::vector<std::shared_ptr<const Tensor>> values(slot_values_.size());
   for (int slot : initializer_slots_) values[slot] = slot_values_[slot]->constant();
 
@@ -271,7 +274,7 @@ std::vector<Tensor> Session::run_steps(const std::vector<std::pair<int, const Te
     for (int slot : step.implicit) in.push_back(values[slot].get());
     KernelContext ctx(*step.node, in);
     ctx.set_state(step.state.get());
-    ctx.set_threads(threads_);
+    ctx.set_threads(threads);
     allocator.begin_step(step);
     ctx.set_allocator(&allocator);
     naming_allocation_failures([&] { return step.node->describe(); }, [&] { step.kernel->run(ctx); });
@@ -332,6 +335,7 @@ std::vector<Tensor> Session::run_steps(const std::vector<std::pair<int, const Te
   }
   values.clear();
   arenas_.release(allocator.arena());
+  governor_->end(governed);
   return outputs;
 }
 

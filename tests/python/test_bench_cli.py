@@ -7,7 +7,7 @@ import tempfile
 
 import numpy as np
 
-from harness import Tally, parse_args, run_octet
+from harness import Tally, make_calibration, parse_args, run_octet
 
 args = parse_args()
 FIXTURES = os.path.join(args.source_dir, "tests/models/fixtures")
@@ -118,7 +118,34 @@ def check_profile():
     assert "profile" not in bench(BERT, "--dim", "batch=1", "--dim", "seq=16")
 
 
+def check_threads_give_identical_outputs():
+    """A session may run on one thread while other processes hold the cores
+    (runtime/thread_governor.h): that is only sound when one thread and two compute the
+    same bits. fp32 and static int8 (per-token QMatMul, QAttention) BERT, fixed threads."""
+    calib = tmp("calib")
+    make_calibration(args.source_dir, calib, "--samples", "4", "--models", "bert_tiny")
+    calib = os.path.join(calib, "bert_tiny")
+    int8 = tmp("bert_int8.onnx")
+    code, _, err = run_octet(args.octet, "quantize", BERT, "-o", int8, "--calib", calib, "-q", timeout=600)
+    assert code == 0, err
+    for model in (BERT, int8):
+        outs = []
+        for threads in ("1", "2"):
+            out = tmp(f"threads_{threads}.npz")
+            r = bench(model, "--dim", "batch=2", "--dim", "seq=24", "--threads", threads, "--fixed-threads",
+                      "--out", out)
+            assert r["adapt_threads"] is False and r["one_thread_runs"] == 0, r
+            with np.load(out) as f:
+                outs.append({k: f[k] for k in f.files})
+        for k in outs[0]:
+            assert np.array_equal(outs[0][k], outs[1][k]), \
+                f"{model} {k}: 1 and 2 threads differ by up to {np.abs(outs[0][k] - outs[1][k]).max()}"
+    r = bench(BERT, "--dim", "batch=1", "--dim", "seq=8", "--threads", "2")
+    assert r["adapt_threads"] is True and 0 <= r["one_thread_runs"] <= r["iters"], r
+
+
 t.check("--json fields and sane values", check_fields)
+t.check("1 or 2 threads: the same outputs bit for bit (fp32, int8)", check_threads_give_identical_outputs)
 t.check("--profile", check_profile)
 t.check("--reference --level 0", check_reference_and_level0)
 t.check("default threads, --dynamic", check_default_threads_and_dynamic)

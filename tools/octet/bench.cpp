@@ -28,7 +28,7 @@ struct Options {
   std::string model, out, seq_dim;
   std::vector<std::string> inputs, dims;
   int threads = 0, warmup = 10, iters = 100, level = 2;
-  bool reference = false, random = false, json = false, dynamic = false, profile = false;
+  bool reference = false, random = false, json = false, dynamic = false, profile = false, fixed_threads = false;
   uint64_t seed = 0;
 };
 
@@ -128,6 +128,7 @@ void bench_command(const Options& o) {
 
   SessionOptions session_options;
   session_options.threads = o.threads;
+  session_options.adapt_threads = !o.fixed_threads;
   session_options.kernels = o.reference ? KernelChoice::Reference : KernelChoice::Optimized;
   auto start = std::chrono::steady_clock::now();
   // The session takes the only reference to the graph, so it may drop the weights its
@@ -163,12 +164,14 @@ void bench_command(const Options& o) {
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(o.iters));
   NamedTensors outputs;
+  const ThreadGovernor::Stats before_timed = session->thread_stats();
   for (int i = 0; i < o.iters; ++i) {
     start = std::chrono::steady_clock::now();
     outputs = session->run(feeds);
     samples.push_back(ms_since(start));
   }
   if (first_run_ms < 0) first_run_ms = samples.front();
+  const int64_t one_thread_runs = session->thread_stats().reduced_runs - before_timed.reduced_runs;
   // Profiled runs come after the timed ones: reading the clock per step must not bend
   // the latency numbers.
   // Each profiled run also keeps every step's fastest time: on a shared machine the sums
@@ -204,6 +207,8 @@ void bench_command(const Options& o) {
                  {"bindings", named_bindings(bindings)},
                  {"kernels", o.reference ? "reference" : "optimized"},
                  {"threads", session->threads()},
+                 {"adapt_threads", !o.fixed_threads},
+                 {"one_thread_runs", one_thread_runs},
                  {"cores", omp_get_num_procs()},
                  {"warmup", o.warmup},
                  {"iters", o.iters},
@@ -251,6 +256,10 @@ void add_bench_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--threads", opts->threads,
                   "Threads each kernel may use (default 0: one per core this process may run on)");
+  cmd->add_flag("--fixed-threads", opts->fixed_threads,
+                "Use --threads in every run. By default a run uses one thread while other processes\n"
+                "compete for the cores (faster there than waiting OpenMP threads; the same outputs)\n"
+                "and the report counts such runs (one_thread_runs)");
   cmd->add_option("--warmup", opts->warmup, "Untimed runs before measuring (default 10)");
   cmd->add_option("--iters", opts->iters, "Timed runs (default 100)");
   cmd->add_option("--level", opts->level, "Optimizer level 0, 1 or 2 (default 2; see `octet optimize --help`)");

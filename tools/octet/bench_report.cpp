@@ -124,7 +124,11 @@ std::string render_bench_text(const json& r) {
   out << (r["specialized"].empty() ? " (dims left symbolic)" : " (specialized)") << "\n";
   const std::string cpu = r["cpu"]["model"].get<std::string>();
   out << "cpu:         " << (cpu.empty() ? "unknown" : cpu) << ", " << r["cpu"]["isa"].get<std::string>() << ", "
-      << r["threads"] << " thread(s) of " << r["cores"] << " core(s)\n";
+      << r["threads"] << " thread(s) of " << r["cores"] << " core(s)";
+  if (r.value("one_thread_runs", 0) > 0)
+    out << "; " << r["one_thread_runs"] << " of " << r["iters"]
+        << " timed runs on 1 thread (other processes held the cores; --fixed-threads keeps all)";
+  out << "\n";
   out << "kernels:     " << r["kernels"].get<std::string>() << ": " << r["optimized_nodes"] << " of " << r["nodes"]
       << " nodes run optimized kernels";
   if (r.contains("optimizer"))

@@ -3,6 +3,8 @@
 //
 //   {"model", "model_mb", "model_files", "level", "specialized": {sym: n}, "bindings",
 //    "kernels": "optimized"|"reference", "threads", "cores", "warmup", "iters",
+//    "adapt_threads", "one_thread_runs" (timed runs the session ran on one thread because
+//    other processes held the cores; runtime/thread_governor.h),
 //    "p50_ms", "p90_ms", "mean_ms", "min_ms", "max_ms", "stddev_ms", "samples_ms": [...],
 //    "throughput_per_s", "tokens_per_run"?, "tokens_per_s"?,
 //    "peak_rss_mb", "rss_mb", "timing_ms": {"load", "optimize", "session", "first_run"},

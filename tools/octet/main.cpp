@@ -11,14 +11,16 @@
 namespace {
 
 // OpenMP threads that wait for work spin before they sleep. libgomp's default spin
-// (GOMP_SPINCOUNT 300000, on the order of a millisecond) suits an idle machine and is
-// ruinous on a shared one: a waiting thread burns the core its descheduled sibling needs,
-// and a second OpenMP process (another octet, a quantize) spins against it, so latency
-// grew 7-18x beside a neighbour (issue 19). 1000 is what libgomp itself uses once threads
-// outnumber cores; measured with bench/shared_cpu.py (bench/results/*shared-cpu*), it
-// matched OMP_WAIT_POLICY=passive beside every neighbour and under load, where libgomp's
-// default was 5-10x slower. The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
-constexpr const char* kSpinCount = "1000";
+// (GOMP_SPINCOUNT 300000, some 3 ms here) made latency grow 7-18x beside a neighbour on
+// the CPU (issue 19): a waiting thread burns the core its descheduled sibling needs.
+// Session runs now drop to one thread while other processes compete for the cores
+// (runtime/thread_governor.h), so the spin matters on a quiet machine mostly, where too
+// short a one costs a wake-up per parallel region (~45 us on a 2-vCPU VM): 1000 spins
+// (~11 us) left MiniLM-L6 int8 8-12% slower than 10000; past 10000 nothing more was
+// gained (bench/results/2026-11-27_session18_*). Beside a neighbour, 10000 with the
+// governor measured 1.75x quiet latency where 1000 without it gave 2.0x
+// (bench/shared_cpu.py). The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
+constexpr const char* kSpinCount = "10000";
 
 // libgomp reads its environment while it is loaded, before main() and even before a
 // .preinit_array function could set it (libc's own initialization, which runs after

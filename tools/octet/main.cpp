@@ -16,10 +16,11 @@ namespace {
 // Session runs now drop to one thread while other processes compete for the cores
 // (runtime/thread_governor.h), so the spin matters on a quiet machine mostly, where too
 // short a one costs a wake-up per parallel region (~45 us on a 2-vCPU VM): 1000 spins
-// (~11 us) left MiniLM-L6 int8 8-12% slower than 10000; past 10000 nothing more was
-// gained (bench/results/2026-11-27_session18_*). Beside a neighbour, 10000 with the
-// governor measured 1.75x quiet latency where 1000 without it gave 2.0x
-// (bench/shared_cpu.py). The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
+// (~11 us) left MiniLM-L6 int8 8-12% slower than 10000, and past 10000 nothing more was
+// gained. Work outside sessions (the quantizer's own loops) still waits this long; beside
+// a neighbour, the governor and 10000 gave MiniLM-L3 1.7-2.0x its quiet latency
+// (bench/shared_cpu.py, bench/results/2026-11-27_session18_*). The user's own
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
 constexpr const char* kSpinCount = "10000";
 
 // libgomp reads its environment while it is loaded, before main() and even before a

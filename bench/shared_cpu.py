@@ -19,8 +19,9 @@ rounds of each p50, and the ratio to the same engine's quiet median.
 --octet-env adds octet variants run with extra environment variables (e.g.
 `spin0=GOMP_SPINCOUNT=0`), measured like the others: how the OpenMP wait settings were
 chosen. The key ARGS adds command-line options to the variant's `octet bench` (and its
-octet neighbours): `fixed=GOMP_SPINCOUNT=1000,ARGS=--fixed-threads` is the session-17
-default, before sessions dropped to one thread beside a neighbour. The goal (issue 19): octet's p50 beside any neighbour at most 2.5x its quiet p50.
+octet bench neighbour): `before=GOMP_SPINCOUNT=1000,ARGS=--fixed-threads` is session 17's
+default, before sessions dropped to one thread beside a neighbour. The goal (issue 19):
+octet's p50 beside any neighbour at most 2.5x its quiet p50.
 """
 import argparse
 import datetime

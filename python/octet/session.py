@@ -35,16 +35,20 @@ def as_input_array(name, value):
 class InferenceSession:
     """Load an ONNX model, optimize it and prepare it to run on the CPU.
 
-    InferenceSession(path_or_bytes, threads=0, optimize=True)
+    InferenceSession(path_or_bytes, threads=0, optimize=True, adapt_threads=True)
 
     path_or_bytes: a model file path, or the serialized model as bytes.
     threads: kernel threads (0: one per core the process may use).
+    adapt_threads: a run uses one thread while other processes compete for the cores,
+        probing now and then whether they left (faster there than waiting threads; the
+        outputs are the same bits). False: every run uses `threads`.
     optimize: True (level 2: cleanup and fusions), False (none), or a level 0, 1, 2.
     Extra keyword arguments onnxruntime takes (providers, sess_options) are accepted and
     ignored, so existing code runs unchanged.
     """
 
-    def __init__(self, path_or_bytes, threads=0, optimize=True, providers=None, sess_options=None, **kwargs):
+    def __init__(self, path_or_bytes, threads=0, optimize=True, providers=None, sess_options=None,
+                 adapt_threads=True, **kwargs):
         if optimize is True:
             level = 2
         elif optimize is False:
@@ -52,11 +56,11 @@ class InferenceSession:
         else:
             level = int(optimize)
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-            self._session = _octet.Session.from_bytes(bytes(path_or_bytes), int(threads), level)
+            self._session = _octet.Session.from_bytes(bytes(path_or_bytes), int(threads), level, bool(adapt_threads))
             self._path = None
         else:
             self._path = os.fspath(path_or_bytes)
-            self._session = _octet.Session(self._path, int(threads), level)
+            self._session = _octet.Session(self._path, int(threads), level, bool(adapt_threads))
         self._inputs = [NodeArg(*i) for i in self._session.inputs()]
         self._outputs = [NodeArg(*o) for o in self._session.outputs()]
 

@@ -67,9 +67,9 @@ nb::list run(const Session& session, const std::vector<std::string>& output_name
   return out;
 }
 
-Session session_from_bytes(nb::bytes data, int threads, int level) {
+Session session_from_bytes(nb::bytes data, int threads, int level, bool adapt_threads) {
   Model model = Model::load_bytes(data.c_str(), data.size(), ".", "<bytes>");
-  return Session(std::move(model), SessionOptions{threads, level});
+  return Session(std::move(model), SessionOptions{threads, level, adapt_threads});
 }
 
 }  // namespace
@@ -86,13 +86,14 @@ NB_MODULE(_octet, m) {
 
   nb::class_<Session>(m, "Session")
       .def("__init__",
-           [](Session* self, const std::string& path, int threads, int level) {
-             new (self) Session(path, SessionOptions{threads, level});
+           [](Session* self, const std::string& path, int threads, int level, bool adapt_threads) {
+             new (self) Session(path, SessionOptions{threads, level, adapt_threads});
            },
-           nb::arg("path"), nb::arg("threads") = 0, nb::arg("optimization_level") = 2,
+           nb::arg("path"), nb::arg("threads") = 0, nb::arg("optimization_level") = 2, nb::arg("adapt_threads") = true,
            nb::call_guard<nb::gil_scoped_release>(), "Load, optimize and prepare the model at `path`.")
       .def_static("from_bytes", &session_from_bytes, nb::arg("data"), nb::arg("threads") = 0,
-                  nb::arg("optimization_level") = 2, "The same from a serialized ONNX model.")
+                  nb::arg("optimization_level") = 2, nb::arg("adapt_threads") = true,
+                  "The same from a serialized ONNX model.")
       .def("inputs", [](const Session& s) { return describe(s.inputs()); },
            "[(name, element type, shape)] of the inputs a run needs; symbolic dims are str.")
       .def("outputs", [](const Session& s) { return describe(s.outputs()); }, "The same for the outputs.")

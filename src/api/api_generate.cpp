@@ -73,6 +73,7 @@ generate::RunnerOptions runner_options(const SessionOptions& options) {
     fail("optimization level must be 0, 1 or 2, got ", options.optimization_level);
   generate::RunnerOptions r;
   r.session.threads = options.threads;
+  r.session.adapt_threads = options.adapt_threads;
   r.optimization_level = options.optimization_level;
   return r;
 }

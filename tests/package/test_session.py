@@ -46,6 +46,20 @@ def test_bert_tiny_matches_onnxruntime_at_several_shapes(bert_tiny, optimize):
             assert_close(a, b)
 
 
+def test_fixed_threads_give_the_adapting_sessions_outputs(bert_tiny):
+    """adapt_threads=False keeps every run on `threads`; the outputs are the same bits
+    either way (a run may take one thread while other processes hold the cores)."""
+    feed = bert_inputs(2, 16, seed=3)
+    adapting = octet.InferenceSession(bert_tiny, threads=2)
+    fixed = octet.InferenceSession(bert_tiny, threads=2, adapt_threads=False)
+    one = octet.InferenceSession(bert_tiny, threads=1)
+    assert fixed.threads == adapting.threads == 2
+    want = fixed.run(None, feed)
+    for other in (adapting, one):
+        for a, b in zip(other.run(None, feed), want):
+            assert np.array_equal(a, b)
+
+
 def test_selected_outputs_come_back_in_the_order_asked(bert_tiny):
     s = octet.InferenceSession(bert_tiny)
     feed = bert_inputs(1, 5)

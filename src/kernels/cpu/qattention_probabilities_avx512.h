@@ -23,6 +23,23 @@ constexpr int64_t kR = 4;  // query rows per tile (divides kBlockRows)
 constexpr int kMaxN = 4;   // 16-lane columns per tile: 64 keys or value channels
 static_assert(kBlockRows % kR == 0 && kR <= kMaxTileRows);
 
+// One group of four byte pairs for a tile: acc[r][n] += VPDPBUSD(row_vector(r), b's
+// 64-byte column block n) for the tile's kR rows and N column blocks. The scores (Q
+// broadcast against K) and the VNNI P.V (P's bytes against V) differ only in the row
+// vector and in what b points at.
+template <int N, class RowVector>
+__attribute__((always_inline)) inline void dpbusd_tile(__m512i (&acc)[kR][N], const int8_t* b, RowVector row_vector) {
+  __m512i bv[N];
+#pragma GCC unroll 16
+  for (int n = 0; n < N; ++n) bv[n] = _mm512_loadu_si512(b + 64 * n);
+#pragma GCC unroll 16
+  for (int64_t r = 0; r < kR; ++r) {
+    const __m512i a = row_vector(r);
+#pragma GCC unroll 16
+    for (int n = 0; n < N; ++n) acc[r][n] = dpbusd(acc[r][n], a, bv[n]);
+  }
+}
+
 // An output vector from its exact int32 P.V sum (the row's constant term included):
 // out_scale * float(sum), divided by the row's P sum with row_probabilities. The float
 // steps both P.V products end in, so the AMX task's outputs are the VNNI task's bit for bit.
@@ -63,16 +80,7 @@ void scores_block(const Args& p, const Scratch& w, TileQ& tq, int64_t j0, int64_
     }
   }
   auto quad = [&](int set, int64_t g) {
-    const int8_t* k = w.kt8 + 4 * (g * p.skp + j0);
-    __m512i kv[N];
-#pragma GCC unroll 16
-    for (int n = 0; n < N; ++n) kv[n] = _mm512_loadu_si512(k + 64 * n);
-#pragma GCC unroll 16
-    for (int64_t r = 0; r < kR; ++r) {
-      const __m512i qv = bcast4(q[r] + 4 * g);
-#pragma GCC unroll 16
-      for (int n = 0; n < N; ++n) acc[set][r][n] = dpbusd(acc[set][r][n], qv, kv[n]);
-    }
+    dpbusd_tile<N>(acc[set], w.kt8 + 4 * (g * p.skp + j0), [&](int64_t r) { return bcast4(q[r] + 4 * g); });
   };
   const int64_t quads = p.dk4 / 4;
   int64_t g = 0;

@@ -57,18 +57,11 @@ void output_block(const Args& p, const Scratch& w, const TileP& t, int64_t b, in
   // Each dword lane: the low (or high) bytes of four keys' P, from their 8 bytes broadcast.
   const __m512i lo = _mm512_set1_epi32(0x06040200), hi = _mm512_set1_epi32(0x07050301);
   auto group = [&](__m512i pick, int64_t g) {
-    const int8_t* v = w.vt8 + 4 * (g * p.dvp + d0);
-    __m512i vv[N];
-#pragma GCC unroll 16
-    for (int n = 0; n < N; ++n) vv[n] = _mm512_loadu_si512(v + 64 * n);
-#pragma GCC unroll 16
-    for (int64_t r = 0; r < kR; ++r) {
+    dpbusd_tile<N>(acc, w.vt8 + 4 * (g * p.dvp + d0), [&](int64_t r) {
       int64_t quad;
       __builtin_memcpy(&quad, t.pr[r] + 4 * g, 8);
-      const __m512i pv = _mm512_shuffle_epi8(_mm512_set1_epi64(quad), pick);
-#pragma GCC unroll 16
-      for (int n = 0; n < N; ++n) acc[r][n] = dpbusd(acc[r][n], pv, vv[n]);
-    }
+      return _mm512_shuffle_epi8(_mm512_set1_epi64(quad), pick);
+    });
   };
   if (t.hi_count > 0) {  // 256 sum ph vs first, then the pl products on top of it
     for (int64_t k = 0; k < t.hi_count; ++k) group(hi, t.hi[k]);

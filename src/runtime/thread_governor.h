@@ -65,7 +65,6 @@ class ThreadGovernor {
   Run begin();
   void end(const Run& run);
 
-  int threads() const { return threads_; }
   Stats stats() const;
 
  private:

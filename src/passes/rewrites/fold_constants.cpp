@@ -9,8 +9,9 @@
 // - random ops, Dropout (cleanup handles it), DequantizeLinear unless fold_dequantize
 //   (it would turn int8 weights back into float ones). At level 2, which prepares a
 //   graph for octet's runtime, a DequantizeLinear of a constant that no MatMul/Gemm reads
-//   is folded after all: no int8 kernel takes its readers (a Conv's weights, an
-//   embedding table), so dequantizing once at load beats dequantizing on every run;
+//   (nor a patch Conv that becomes one) is folded after all: no int8 kernel takes its
+//   readers (a Conv's weights, an embedding table), so dequantizing once at load beats
+//   dequantizing on every run;
 // - nodes with subgraphs; nodes producing a graph output (an initializer cannot be one
 //   under a second name) or a value a subgraph reads by name; ops without a reference
 //   kernel;
@@ -28,12 +29,15 @@
 namespace octet::passes {
 namespace {
 
-// Read as an operand (A or B) that fuse_qdq_matmul may turn into an int8 matmul. A Gemm's
-// C is a bias: onnxruntime's quantizer writes it as DequantizeLinear of int32, which is
-// folded to the float bias the int8 kernel takes.
+// Read as an operand (A or B) that fuse_qdq_matmul may turn into an int8 matmul, or as
+// the weight of a patch Conv that conv_patches_to_matmul turns into one. A Gemm's C is a
+// bias: onnxruntime's quantizer writes it as DequantizeLinear of int32, which is folded
+// to the float bias the int8 kernel takes.
 bool read_by_int8_matmul(const Node& dq) {
-  for (const Use& u : dq.output(0)->uses())
+  for (const Use& u : dq.output(0)->uses()) {
     if ((is_op(u.node, "MatMul") || is_op(u.node, "Gemm")) && u.index < 2) return true;
+    if (u.index == 1 && int8_patch_conv(u.node)) return true;
+  }
   return false;
 }
 

@@ -22,6 +22,9 @@ Pass fuse_rotary();        // x*cos + Concat(-x[..., D/2:], x[..., :D/2])*sin   
 Pass fuse_blocked_dq_matmul();  // MatMul on blocked DQ(int4/int8 weight, axis 0)          -> com.microsoft.MatMulNBits
 Pass fuse_qdq_matmul();    // MatMul/Gemm on Q/DQ'd activation and int8 weight [+ bias]  -> octet.QMatMul
 Pass conv_patches_to_matmul();  // Conv with stride == kernel, no padding        -> patch Transpose + MatMul
+// True when conv_patches_to_matmul takes `conv` in its int8 form (QDQ input and weight),
+// which needs the weight's DequantizeLinear unfolded.
+bool int8_patch_conv(Node* conv);
 Pass fuse_matmul_bias();   // MatMul + Add(constant bias on the last axis)          -> octet.MatMulBias
 Pass fuse_attention();     // head split, Q.K^T, scale, mask, Softmax, .V, merge      -> octet.Attention
 Pass fuse_grouped_attention();  // Q.K^T over present K/V [repeat_kv], scale, [Where], [mask], Softmax, .V -> octet.GroupedAttention

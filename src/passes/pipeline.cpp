@@ -89,10 +89,9 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
     // projection folds into its weights before the epilogue, so the residual Add behind it
     // can fold too; the epilogue last: it folds the Gelus and MatMulBias nodes the
     // others wrote. Quantized embedding rows first: independent of the rest.
-    // BatchNormalization folds first so the Conv it went into can still become a MatMul;
-    // patch Convs before the quantized matmuls, which take an int8 patch Conv's MatMul.
-    for (Pass p : {fold_batch_norm(), gather_quantized_rows(), fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_rotary(), fuse_blocked_dq_matmul(), conv_patches_to_matmul(),
-                   fuse_qdq_matmul(), fuse_matmul_bias(), fuse_attention(), fuse_grouped_attention(), fuse_bmm_attention(), fuse_qbmm_attention(),
+    // BatchNormalization folds first so the Conv it went into can still become a MatMul.
+    for (Pass p : {fold_batch_norm(), gather_quantized_rows(), fuse_gelu_erf(), fuse_gelu_tanh(), fuse_layer_norm(), fuse_rms_norm(), fuse_rotary(), fuse_blocked_dq_matmul(), fuse_qdq_matmul(),
+                   conv_patches_to_matmul(), fuse_matmul_bias(), fuse_attention(), fuse_grouped_attention(), fuse_bmm_attention(), fuse_qbmm_attention(),
                    fuse_attention_slices(),
                    fuse_attention_qkv(), fuse_qattention_qkv(), fold_matmul_output_scale(), fuse_matmul_epilogue()})
       list.push_back(std::move(p));

@@ -1,7 +1,6 @@
 // A quantized patch Conv (QDQ: Q/DQ on X, DQ of an int8 W) stays int8 through the
-// optimizer: the patches are cut from the float X, and the MatMul on their Q/DQ and on
-// DQ(W_q as columns) becomes a static octet.QMatMul, matching the QDQ graph on the
-// reference kernels. Where octet.QMatMul's int8 kernel could not take the weight (a
+// optimizer: the patches are cut from Q(X)'s bytes and a static octet.QMatMul multiplies
+// them by W_q's columns, matching the QDQ graph on the reference kernels. Where octet.QMatMul's int8 kernel could not take the weight (a
 // non-zero weight zero point) or the Conv is no patch Conv, the weight's
 // DequantizeLinear is folded once at load as before, never left to run every time.
 #include <gtest/gtest.h>
@@ -21,6 +20,7 @@ struct Int8ConvCase {
   bool per_filter = true;  // per-filter weight scales (axis 0), else one
   int8_t w_zero = 0;
   bool tokens = true;      // the ViT tail, else Relu reads Y as NCHW
+  bool int8_x = false;     // X quantized to int8 (zero point -8), else uint8
 };
 
 // x -> Q/DQ -> Conv(DQ(W_q), b) -> Reshape [N, OC, -1] -> Transpose(0,2,1) -> y
@@ -28,7 +28,7 @@ std::shared_ptr<Graph> int8_conv_graph(const Int8ConvCase& c) {
   PassGraph b;
   b.input("x", DType::Float32, DimVector(c.x.begin(), c.x.end()));
   b.init("x_scale", Tensor::from_vector<float>({}, {0.02f}));
-  b.init("x_zero", Tensor::from_vector<uint8_t>({}, {120}));
+  b.init("x_zero", c.int8_x ? Tensor::from_vector<int8_t>({}, {-8}) : Tensor::from_vector<uint8_t>({}, {120}));
   b.node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"xq"});
   b.node("DequantizeLinear", {"xq", "x_scale", "x_zero"}, {"xd"});
   Tensor wq(DType::Int8, c.w);
@@ -76,15 +76,18 @@ std::shared_ptr<Graph> optimize_and_compare(const Int8ConvCase& c) {
 }
 
 TEST(ConvPatchesInt8, QdqPatchConvBecomesAStaticQMatMul) {
-  // ViT-like (K = 3 * 4 * 4 = 48), per-filter scales; batch 2; a 14x14-like odd K = 3 * 3 * 3.
-  for (const Int8ConvCase& c : {Int8ConvCase{{2, 3, 12, 20}, {24, 3, 4, 4}},
-                                Int8ConvCase{{1, 3, 9, 6}, {17, 3, 3, 3}, 0, false}}) {
-    SCOPED_TRACE(c.per_filter ? "per filter" : "per tensor");
+  // ViT-like (K = 3 * 4 * 4 = 48), per-filter scales, batch 2; a 14x14-like odd K = 3 * 3 * 3
+  // per tensor; an int8 X.
+  Int8ConvCase signed_x{{1, 3, 8, 8}, {16, 3, 2, 2}};
+  signed_x.int8_x = true;
+  for (const Int8ConvCase& c :
+       {Int8ConvCase{{2, 3, 12, 20}, {24, 3, 4, 4}}, Int8ConvCase{{1, 3, 9, 6}, {17, 3, 3, 3}, 0, false}, signed_x}) {
+    SCOPED_TRACE(c.per_filter ? (c.int8_x ? "int8 x" : "per filter") : "per tensor");
     std::shared_ptr<Graph> g = optimize_and_compare(c);
     EXPECT_EQ(count_ops(*g, "Conv"), 0);
     EXPECT_EQ(count_ops(*g, "QMatMul", "octet"), 1);
     EXPECT_EQ(count_ops(*g, "MatMulBias", "octet"), 0);
-    EXPECT_EQ(count_ops(*g, "QuantizeLinear"), 0);  // the QMatMul quantizes the patches itself
+    EXPECT_EQ(count_ops(*g, "QuantizeLinear"), 1);  // X's: the patches are cut from its bytes
     EXPECT_EQ(count_ops(*g, "DequantizeLinear"), 0);
   }
 }

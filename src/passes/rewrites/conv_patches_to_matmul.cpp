@@ -35,13 +35,13 @@
 // copy it with 0. W is never changed in place; the transposed copy is a new initializer.
 //
 // A quantized patch embedding (a QDQ model: X = DQ(Q(x)) per tensor, W = DQ(int8 W_q)
-// per filter or per tensor, zero points zero) stays int8: the patches are cut from x
-// itself (quantization is elementwise, so it commutes with the Reshape/Transpose) and
-// the MatMul reads Q/DQ(patches) and DQ(W_q as [K, OC]), which fuse_qdq_matmul turns
-// into a static octet.QMatMul: the same int8 products as the QDQ Conv, where the float
-// form ran an fp32 GEMM on the dequantized values (DINOv2-S at batch 8: 2.6 ms of fp32
-// GEMM + 0.5 ms of Q/DQ passes per run). fold_constants leaves such a Conv's weight
-// DequantizeLinear for this rewrite (int8_patch_conv below).
+// per filter or per tensor, zero points zero, the bias a constant) stays int8: the
+// patches are cut from Q(x)'s bytes (quantization is elementwise, so it commutes with the
+// Reshape/Transpose, which then move a quarter of the bytes) and a static octet.QMatMul
+// multiplies them by W_q as [K, OC] with the Conv's bias: the same int8 products as the
+// QDQ Conv, where the float form ran an fp32 GEMM on the dequantized values (DINOv2-S at
+// batch 8: 2.6 ms of fp32 GEMM + 0.5 ms of Q/DQ passes per run). fold_constants leaves
+// such a Conv's weight DequantizeLinear for this rewrite (int8_patch_conv below).
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -154,6 +154,7 @@ bool match(Node* conv, Match& m) {
   const Value* y = conv->output(0);
   if (!x || !w || !y || x->type.dtype != DType::Float32) return false;
   std::optional<Int8Sides> int8 = int8_sides(x, w);
+  if (b && !constant_value(b)) int8.reset();  // octet.QMatMul's bias is a constant
   const Tensor* wt = int8 ? constant_value(int8->w_dq->input(0)) : constant_value(w);
   if (!wt || (!int8 && wt->dtype() != DType::Float32) || wt->rank() < 3 || wt->rank() > 5 || wt->numel() == 0)
     return false;
@@ -215,8 +216,8 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   perm.push_back(1);
   for (int64_t i = 0; i < spatial; ++i) perm.push_back(3 + 2 * i);
 
-  // The int8 form cuts the patches from the float x under the fake quantization.
-  Value* x = m.int8 ? m.int8->x.x : m.conv->input(0);
+  // The int8 form cuts the patches from X's quantized bytes (Q(x), before its DQ).
+  Value* x = m.int8 ? m.int8->x.quantize->output(0) : m.conv->input(0);
   Node* cut = patch.add_node("Reshape", {x, shape_constant(patch, base + "_patch_grid", split)}, 1, {}, "",
                              base + "_patch_grid");
   Node* gather = patch.add_node("Transpose", {cut->output(0)}, 1, {Attribute::make_ints("perm", perm)}, "",
@@ -224,25 +225,24 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   Node* rows = patch.add_node("Reshape",
                               {gather->output(0), shape_constant(patch, base + "_patch_rows", {0, patches, patch_size})},
                               1, {}, "", base + "_patch_rows");
-  Value* a = rows->output(0);
   Value* w = patch.add_initializer(base + "_weight_columns", weight_as_columns(*m.w));
+  Value* tokens = nullptr;  // [N, patches, OC]
   if (m.int8) {
-    // Q/DQ(patches) with X's parameters; DQ(W_q columns) with W's, per column now (axis 1).
+    // octet.QMatMul on the quantized patches (static: X's scale and zero point) and W_q's
+    // columns (W's scales, now one per column), with the Conv's bias.
     const FakeQuant& fq = m.int8->x;
-    Node* q = patch.add_node("QuantizeLinear", {a, fq.scale, fq.zero_point}, 1, {}, "", base + "_patches_quantize");
-    a = patch.add_node("DequantizeLinear", {q->output(0), fq.scale, fq.zero_point}, 1, {}, "",
-                       base + "_patches_dequantize")
-            ->output(0);
     const Node* w_dq = m.int8->w_dq;
-    std::vector<Attribute> axis;
-    if (constant_value(w_dq->input(1))->numel() != 1) axis.push_back(Attribute::make_int("axis", 1));
-    w = patch.add_node("DequantizeLinear", {w, w_dq->input(1), w_dq->input(2)}, 1, axis, "",
-                       base + "_weight_dequantize")
-            ->output(0);
+    tokens = patch
+                 .add_node("QMatMul",
+                           {rows->output(0), fq.scale, fq.zero_point, w, w_dq->input(1), w_dq->input(2),
+                            m.conv->input(2)},
+                           1, {}, "octet", base + "_qmatmul")
+                 ->output(0);
+  } else {
+    tokens = patch.add_node("MatMul", {rows->output(0), w}, 1, {}, "", base + "_matmul")->output(0);
+    if (Value* bias = m.conv->input(2))
+      tokens = patch.add_node("Add", {tokens, bias}, 1, {}, "", base + "_bias")->output(0);
   }
-  Node* gemm = patch.add_node("MatMul", {a, w}, 1, {}, "", base + "_matmul");
-  Value* tokens = gemm->output(0);  // [N, patches, OC]
-  if (Value* bias = m.conv->input(2)) tokens = patch.add_node("Add", {tokens, bias}, 1, {}, "", base + "_bias")->output(0);
 
   // [N, patches, OC] is the tokens; channels-last wants [N, O1, ..., Os, OC] (a view).
   Value* result = tokens;
@@ -273,6 +273,7 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   }
   patch.remove_node(m.conv);
   if (!ctx.apply(patch)) return false;
+  if (m.int8) import_octet_domain(g);
   ctx.count(std::string(m.int8 ? "int8 " : "") +
             (m.flatten ? "Conv patches -> MatMul, tokens out" : "Conv patches -> MatMul, channels-last out"));
   return true;

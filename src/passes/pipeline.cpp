@@ -99,6 +99,8 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   std::vector<Pass> finishing;
   // Transposes become Reshapes only once no fusion can still want them: fuse_attention
   // matches head-split Transposes that, at one token or one head, move only size-1 axes.
+  // A SmoothQuant Mul no producer took (fold_matmul_output_scale) goes into its QMatMul
+  // readers' row quantization.
   // LayerNorms quantize for their QMatMuls once those are final (merged, a residual
   // folded in: a float reader of the LayerNorm) and dead-code elimination has removed the
   // QuantizeLinear nodes fuse_qdq_matmul left reading them.
@@ -112,7 +114,7 @@ Pipeline Pipeline::standard(const OptimizeOptions& options) {
   // Common subexpressions last (each layer's copy of the rotary table slicing, ...): a
   // fusion may want its own single-reader copy; the copies it leaves then go as dead code.
   if (options.level >= 2)
-    finishing = {merge_sibling_matmuls(), fuse_swiglu(), fuse_nbits_split(), transpose_to_reshape(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize(),
+    finishing = {merge_sibling_matmuls(), fuse_swiglu(), fuse_nbits_split(), transpose_to_reshape(), fold_smoothing_mul(), fuse_layer_norm_quantize(), fuse_qmatmul_output_quantize(),
                  fuse_qmatmul_layer_norm(),
                  eliminate_common_subexpressions(), eliminate_dead_code()};
   return Pipeline(std::move(list), std::move(finishing));

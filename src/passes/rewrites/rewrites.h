@@ -34,6 +34,7 @@ Pass fuse_attention_slices();  // (Q)Attention on Slices/Split of packed QKV cha
 Pass fuse_attention_qkv();     // Attention on three MatMulBias of one input    -> one packed projection
 Pass fuse_qattention_qkv();    // QAttention on three QMatMul of one input   -> one packed int8 projection
 Pass fold_matmul_output_scale(); // QMatMul/MatMulBias -> Mul(per-column constant) -> the factor in the weights
+Pass fold_smoothing_mul();  // Mul(x, per-channel constant) read only by float-A QMatMuls -> their a_channel_scale
 Pass fuse_layer_norm_quantize();  // LayerNorm [+ its smoothed twin] read by static QMatMuls -> octet.LayerNormQuantize
 Pass fuse_qmatmul_output_quantize();  // QMatMul read only by static QMatMuls -> writes their 8-bit A
 Pass fuse_qmatmul_layer_norm();  // QMatMul -> LayerNormQuantize (per row) of its output -> the QMatMul's epilogue

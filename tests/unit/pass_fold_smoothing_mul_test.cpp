@@ -39,7 +39,7 @@ std::shared_ptr<Graph> graph(const Options& o) {
   b.init("other_c", testing::ramp(DType::Float32, {k}, 6, 0.7f));
   const int readers = o.two_readers ? 2 : 1;
   for (int r = 0; r < readers; ++r) {
-    const std::string w = "w" + std::to_string(r), y = "y" + std::to_string(r);
+    const std::string w = r == 0 ? "w0" : "w1", y = r == 0 ? "y0" : "y1";
     b.init(w, testing::qmm::rand_int8({k, n}, 3 + r));
     std::vector<std::string> ins = {"m", o.per_token ? "" : "sa", o.per_token ? "" : "za", w, "sb"};
     if (o.reader_has_scale) ins.insert(ins.end(), {"", "", "", "other_c"});

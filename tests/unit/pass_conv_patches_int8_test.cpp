@@ -1,8 +1,10 @@
 // A quantized patch Conv (QDQ: Q/DQ on X, DQ of an int8 W) stays int8 through the
 // optimizer: the patches are cut from Q(X)'s bytes and a static octet.QMatMul multiplies
-// them by W_q's columns, matching the QDQ graph on the reference kernels. Where octet.QMatMul's int8 kernel could not take the weight (a
-// non-zero weight zero point) or the Conv is no patch Conv, the weight's
-// DequantizeLinear is folded once at load as before, never left to run every time.
+// them by W_q's columns, matching the QDQ graph on the reference kernels; a Q/DQ on Y
+// (and its re-quantization after the flatten) becomes one Q/DQ on the tokens. Where
+// octet.QMatMul's int8 kernel could not take the weight (a non-zero weight zero point) or
+// the Conv is no patch Conv, the weight's DequantizeLinear is folded once at load as
+// before, never left to run every time.
 #include <gtest/gtest.h>
 
 #include "pass_test_util.h"
@@ -21,6 +23,7 @@ struct Int8ConvCase {
   int8_t w_zero = 0;
   bool tokens = true;      // the ViT tail, else Relu reads Y as NCHW
   bool int8_x = false;     // X quantized to int8 (zero point -8), else uint8
+  bool quantized_y = false;  // Q/DQ after the Conv and after the flatten, as onnxruntime writes
 };
 
 // x -> Q/DQ -> Conv(DQ(W_q), b) -> Reshape [N, OC, -1] -> Transpose(0,2,1) -> y
@@ -47,10 +50,20 @@ std::shared_ptr<Graph> int8_conv_graph(const Int8ConvCase& c) {
   const int64_t stride = c.stride ? c.stride : kernel[0];
   b.node("Conv", {"xd", "w", "b"}, {"c"},
          {Attribute::make_ints("kernel_shape", kernel), Attribute::make_ints("strides", {stride, stride})});
+  if (c.quantized_y) {
+    b.init("y_scale", Tensor::from_vector<float>({}, {0.05f}));
+    b.init("y_zero", Tensor::from_vector<uint8_t>({}, {100}));
+    b.node("QuantizeLinear", {"c", "y_scale", "y_zero"}, {"cq"});
+    b.node("DequantizeLinear", {"cq", "y_scale", "y_zero"}, {"cd"});
+  }
   if (c.tokens) {
     b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], -1}));
-    b.node("Reshape", {"c", "flat"}, {"f"});
-    b.node("Transpose", {"f"}, {"y"}, {Attribute::make_ints("perm", {0, 2, 1})});
+    b.node("Reshape", {c.quantized_y ? "cd" : "c", "flat"}, {"f"});
+    if (c.quantized_y) {
+      b.node("QuantizeLinear", {"f", "y_scale", "y_zero"}, {"fq"});
+      b.node("DequantizeLinear", {"fq", "y_scale", "y_zero"}, {"fd"});
+    }
+    b.node("Transpose", {c.quantized_y ? "fd" : "f"}, {"y"}, {Attribute::make_ints("perm", {0, 2, 1})});
   } else {
     b.node("Relu", {"c"}, {"y"});
   }
@@ -90,6 +103,18 @@ TEST(ConvPatchesInt8, QdqPatchConvBecomesAStaticQMatMul) {
     EXPECT_EQ(count_ops(*g, "QuantizeLinear"), 1);  // X's: the patches are cut from its bytes
     EXPECT_EQ(count_ops(*g, "DequantizeLinear"), 0);
   }
+}
+
+// onnxruntime's QDQ quantizer also quantizes the Conv's output and re-quantizes it with the
+// same parameters after the flatten: one Q/DQ on the tokens says the same.
+TEST(ConvPatchesInt8, QuantizedOutputAndItsRequantizationGoToTheTokens) {
+  Int8ConvCase c{{2, 3, 12, 20}, {24, 3, 4, 4}};
+  c.quantized_y = true;
+  std::shared_ptr<Graph> g = optimize_and_compare(c);
+  EXPECT_EQ(count_ops(*g, "Conv"), 0);
+  EXPECT_EQ(count_ops(*g, "QMatMul", "octet"), 1);
+  EXPECT_EQ(count_ops(*g, "QuantizeLinear"), 2);  // X's and the tokens'
+  EXPECT_EQ(count_ops(*g, "DequantizeLinear"), 1);
 }
 
 TEST(ConvPatchesInt8, OtherQuantizedConvsFoldTheirWeightsAsBefore) {

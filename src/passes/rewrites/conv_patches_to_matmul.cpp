@@ -41,7 +41,12 @@
 // multiplies them by W_q as [K, OC] with the Conv's bias: the same int8 products as the
 // QDQ Conv, where the float form ran an fp32 GEMM on the dequantized values (DINOv2-S at
 // batch 8: 2.6 ms of fp32 GEMM + 0.5 ms of Q/DQ passes per run). fold_constants leaves
-// such a Conv's weight DequantizeLinear for this rewrite (int8_patch_conv below).
+// such a Conv's weight DequantizeLinear for this rewrite (int8_patch_conv below). A bias
+// may still be a DequantizeLinear of int32 constants (onnxruntime's quantizer): it is
+// folded in the same sweep, and the rewrite waits a round for it.
+// Either form takes a Q/DQ on Y (onnxruntime's QDQ quantizer writes one on the Conv's
+// output, and again after the flatten with the same parameters, which changes nothing
+// once Y is quantized): one Q/DQ of those parameters on the tokens.
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -49,6 +54,7 @@
 
 #include "ops/infer.h"
 #include "passes/pattern.h"
+#include "passes/rewrites/quantized_readers.h"
 #include "passes/rewrites/rewrites.h"
 
 namespace octet::passes {
@@ -70,6 +76,12 @@ struct Match {
   Node* flatten = nullptr;
   Node* transpose = nullptr;
   std::vector<Node*> shapes;  // Shape(Y) nodes beside the tail, rebuilt from X's shape
+  // Y = Conv's output, or its fake quantization Q/DQ (onnxruntime's QDQ quantizer writes
+  // one on a Conv's output): then the tokens get the same Q/DQ. It also writes one after
+  // the flatten, of the same parameters: re-quantizing a quantized value changes nothing,
+  // so those pairs go (requants).
+  std::optional<FakeQuant> y_quant;
+  std::vector<FakeQuant> requants;
 };
 
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
@@ -92,11 +104,38 @@ bool is_transpose(const Node* t, const std::vector<int64_t>& perm) {
   return is_op(t, "Transpose") && t->attr_ints("perm") == perm && !read_by_subgraph(t->output(0));
 }
 
+// Y's per-tensor fake quantization Q/DQ when it is Y's only reader, else nullopt.
+std::optional<FakeQuant> output_fake_quant(const Value* y) {
+  const Node* q = sole_consumer(y);
+  if (!is_op(q, "QuantizeLinear") || q->input(0) != y) return std::nullopt;
+  const Node* dq = sole_consumer(q->output(0));
+  if (!dq || q->output(0)->is_graph_output()) return std::nullopt;
+  auto fq = fake_quant_of(dq->output(0));
+  if (!fq || fq->x != y) return std::nullopt;
+  return fq;
+}
+
+// v, or past a Q/DQ pair with y_quant's parameters that is v's only reader.
+const Value* past_requant(const Value* v, Match& m) {
+  if (!m.y_quant) return v;
+  auto fq = output_fake_quant(v);
+  if (!fq || !same_numbers(fq->scale, m.y_quant->scale) || !same_numbers(fq->zero_point, m.y_quant->zero_point))
+    return v;
+  const Value* out = fq->dequantize->output(0);
+  if (out->is_graph_output() || read_by_subgraph(out)) return v;
+  m.requants.push_back(*fq);
+  return out;
+}
+
 // Finds the tail (see the top of the file). Y may also be read by Shape nodes without
 // start/end, which are rebuilt as Concat(Shape(X)[0:1], [OC, O1, ..., Os]) so Y can go.
 bool match_tail(const Graph& g, const Value* x, Match& m) {
   const Value* y = m.conv->output(0);
   if (y->is_graph_output()) return false;
+  if ((m.y_quant = output_fake_quant(y))) {
+    y = m.y_quant->dequantize->output(0);
+    if (y->is_graph_output() || read_by_subgraph(y)) return false;
+  }
   Node* reader = nullptr;
   for (const Use& u : y->uses()) {
     if (u.implicit) return false;
@@ -118,7 +157,7 @@ bool match_tail(const Graph& g, const Value* x, Match& m) {
   const Value* flat = reader->output(0);
   if (!flat || !flat->type.dims || *flat->type.dims != DimVector{(*x->type.dims)[0], m.filters, product(m.out)})
     return false;
-  Node* transpose = sole_consumer(flat);
+  Node* transpose = sole_consumer(past_requant(flat, m));
   if (!is_transpose(transpose, {0, 2, 1})) return false;
   m.flatten = reader;
   m.transpose = transpose;
@@ -147,6 +186,16 @@ std::optional<Int8Sides> int8_sides(const Value* x, const Value* w) {
   return Int8Sides{*fq, dq};
 }
 
+// A bias fold_constants is about to fold: onnxruntime's quantizer writes a Conv's bias as
+// DequantizeLinear of int32 constants, folded in the same sweep that must keep W's.
+bool folding_bias(const Value* b) {
+  const Node* dq = producer(b, "DequantizeLinear");
+  if (!dq) return false;
+  for (const Value* in : dq->inputs())
+    if (in && !constant_value(in)) return false;
+  return true;
+}
+
 bool match(Node* conv, Match& m) {
   const Value* x = conv->input(0);
   const Value* w = conv->input(1);
@@ -154,7 +203,7 @@ bool match(Node* conv, Match& m) {
   const Value* y = conv->output(0);
   if (!x || !w || !y || x->type.dtype != DType::Float32) return false;
   std::optional<Int8Sides> int8 = int8_sides(x, w);
-  if (b && !constant_value(b)) int8.reset();  // octet.QMatMul's bias is a constant
+  if (b && !constant_value(b) && !folding_bias(b)) int8.reset();  // octet.QMatMul's bias is a constant
   const Tensor* wt = int8 ? constant_value(int8->w_dq->input(0)) : constant_value(w);
   if (!wt || (!int8 && wt->dtype() != DType::Float32) || wt->rank() < 3 || wt->rank() > 5 || wt->numel() == 0)
     return false;
@@ -176,7 +225,7 @@ bool match(Node* conv, Match& m) {
     out.push_back(*in / kernel[static_cast<size_t>(i)]);
   }
   if (read_by_subgraph(y)) return false;
-  m = Match{conv, wt, std::move(int8), wt->shape()[1], wt->shape()[0], kernel, out, nullptr, nullptr, {}};
+  m = Match{conv, wt, std::move(int8), wt->shape()[1], wt->shape()[0], kernel, out, nullptr, nullptr, {}, {}, {}};
   return match_tail(*conv->graph(), x, m);
 }
 
@@ -201,6 +250,8 @@ Tensor weight_as_columns(const Tensor& w) {
 }
 
 bool apply(Graph& g, PassContext& ctx, const Match& m) {
+  // An int8 Conv's DequantizeLinear bias becomes a constant in fold_constants' next sweep.
+  if (m.int8 && m.conv->input(2) && !constant_value(m.conv->input(2))) return false;
   const std::string& base = m.conv->name();
   const int64_t spatial = static_cast<int64_t>(m.kernel.size());
   const int64_t patches = product(m.out), patch_size = m.channels * product(m.kernel);
@@ -244,6 +295,19 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
       tokens = patch.add_node("Add", {tokens, bias}, 1, {}, "", base + "_bias")->output(0);
   }
 
+  if (m.y_quant) {  // Y's Q/DQ, elementwise: the same on the tokens
+    const FakeQuant& fq = *m.y_quant;
+    Node* q = patch.add_node("QuantizeLinear", {tokens, fq.scale, fq.zero_point}, 1, {}, "", base + "_tokens_quantize");
+    tokens = patch.add_node("DequantizeLinear", {q->output(0), fq.scale, fq.zero_point}, 1, {}, "",
+                            base + "_tokens_dequantize")
+                 ->output(0);
+    for (const FakeQuant& pair : m.requants) {
+      patch.remove_node(pair.quantize);
+      patch.remove_node(pair.dequantize);
+    }
+    patch.remove_node(fq.quantize);
+    patch.remove_node(fq.dequantize);
+  }
   // [N, patches, OC] is the tokens; channels-last wants [N, O1, ..., Os, OC] (a view).
   Value* result = tokens;
   if (!m.flatten && spatial > 1) {
@@ -285,6 +349,8 @@ bool run(Graph& g, PassContext& ctx) {
     Match m;
     if (!match(n, m) || !apply(g, ctx, m)) return std::vector<Node*>{};
     std::vector<Node*> gone{m.conv, m.flatten, m.transpose};
+    if (m.y_quant) gone.insert(gone.end(), {m.y_quant->quantize, m.y_quant->dequantize});
+    for (const FakeQuant& pair : m.requants) gone.insert(gone.end(), {pair.quantize, pair.dequantize});
     gone.insert(gone.end(), m.shapes.begin(), m.shapes.end());
     return gone;
   });

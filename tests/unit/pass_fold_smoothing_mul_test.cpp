@@ -14,7 +14,7 @@ using testing::count_ops;
 using testing::PassGraph;
 using testing::run_graph_with;
 
-struct Options {
+struct MulCase {
   bool per_token = true;      // the readers quantize A per row (no a_scale), else static
   bool two_readers = true;    // two QMatMuls read the Mul (a Q and a K projection)
   bool factor_on_left = false;
@@ -25,7 +25,7 @@ struct Options {
   bool reader_has_scale = false;  // the reader already has an a_channel_scale
 };
 
-std::shared_ptr<Graph> graph(const Options& o) {
+std::shared_ptr<Graph> graph(const MulCase& o) {
   PassGraph b;
   b.g->opset_imports["octet"] = 1;
   const int64_t k = 12, n = 16;
@@ -55,7 +55,7 @@ std::shared_ptr<Graph> graph(const Options& o) {
   return b.done();
 }
 
-NamedTensors inputs(const Options& o) {
+NamedTensors inputs(const MulCase& o) {
   NamedTensors in = {{"x", testing::ramp(DType::Float32, {2, 5, 12}, 1, 2.0f)}};
   if (o.c_input) in.emplace_back("c", testing::ramp(DType::Float32, o.c_shape, 5, 0.9f));
   return in;
@@ -63,7 +63,7 @@ NamedTensors inputs(const Options& o) {
 
 // Runs the pass; true when it folded. Checks the outputs either way: bit for bit on the
 // optimized kernels, to float rounding on the reference ones.
-bool fold_and_compare(const Options& o) {
+bool fold_and_compare(const MulCase& o) {
   auto g = graph(o);
   const OptimizeReport r = run_pass(*g, passes::fold_smoothing_mul());
   const bool folded = r.detail("Mul -> QMatMul a_channel_scale") > 0;
@@ -79,27 +79,27 @@ bool fold_and_compare(const Options& o) {
 
 TEST(FoldSmoothingMul, FoldsIntoEveryQMatMulReader) {
   EXPECT_TRUE(fold_and_compare({}));
-  Options one;
+  MulCase one;
   one.two_readers = false;
   one.factor_on_left = true;
   one.c_shape = {1, 1, 12};
   EXPECT_TRUE(fold_and_compare(one));
-  Options static_reader;
+  MulCase static_reader;
   static_reader.per_token = false;
   EXPECT_TRUE(fold_and_compare(static_reader));
 }
 
 TEST(FoldSmoothingMul, LeavesMulsTheReadersCannotTake) {
-  Options f;
+  MulCase f;
   f.float_reader = true;
   EXPECT_FALSE(fold_and_compare(f));
-  Options c;
+  MulCase c;
   c.c_input = true;
   EXPECT_FALSE(fold_and_compare(c));
-  Options s;
+  MulCase s;
   s.reader_has_scale = true;
   EXPECT_FALSE(fold_and_compare(s));
-  Options whole;  // a factor per element, not per channel
+  MulCase whole;  // a factor per element, not per channel
   whole.c_shape = {5, 12};
   EXPECT_FALSE(fold_and_compare(whole));
 }

@@ -24,12 +24,15 @@ struct Int8ConvCase {
   bool tokens = true;      // the ViT tail, else Relu reads Y as NCHW
   bool int8_x = false;     // X quantized to int8 (zero point -8), else uint8
   bool quantized_y = false;  // Q/DQ after the Conv and after the flatten, as onnxruntime writes
+  bool symbolic_batch = false;  // X's batch a symbol, the flatten's target from Shape(Y) (torch)
 };
 
 // x -> Q/DQ -> Conv(DQ(W_q), b) -> Reshape [N, OC, -1] -> Transpose(0,2,1) -> y
 std::shared_ptr<Graph> int8_conv_graph(const Int8ConvCase& c) {
   PassGraph b;
-  b.input("x", DType::Float32, DimVector(c.x.begin(), c.x.end()));
+  DimVector x_dims(c.x.begin(), c.x.end());
+  if (c.symbolic_batch) x_dims[0] = Dim::symbol("batch");
+  b.input("x", DType::Float32, x_dims);
   b.init("x_scale", Tensor::from_vector<float>({}, {0.02f}));
   b.init("x_zero", c.int8_x ? Tensor::from_vector<int8_t>({}, {-8}) : Tensor::from_vector<uint8_t>({}, {120}));
   b.node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"xq"});
@@ -57,8 +60,18 @@ std::shared_ptr<Graph> int8_conv_graph(const Int8ConvCase& c) {
     b.node("DequantizeLinear", {"cq", "y_scale", "y_zero"}, {"cd"});
   }
   if (c.tokens) {
-    b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], -1}));
-    b.node("Reshape", {c.quantized_y ? "cd" : "c", "flat"}, {"f"});
+    const std::string y = c.quantized_y ? "cd" : "c";
+    if (c.symbolic_batch) {  // Shape(Y)[0:2] ++ [-1], as torch writes flatten(2)
+      b.node("Shape", {y}, {"y_shape"});
+      b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
+      b.init("two", Tensor::from_vector<int64_t>({1}, {2}));
+      b.init("minus_one", Tensor::from_vector<int64_t>({1}, {-1}));
+      b.node("Slice", {"y_shape", "zero", "two"}, {"lead"});
+      b.node("Concat", {"lead", "minus_one"}, {"flat"}, {Attribute::make_int("axis", 0)});
+    } else {
+      b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], -1}));
+    }
+    b.node("Reshape", {y, "flat"}, {"f"});
     if (c.quantized_y) {
       b.node("QuantizeLinear", {"f", "y_scale", "y_zero"}, {"fq"});
       b.node("DequantizeLinear", {"fq", "y_scale", "y_zero"}, {"fd"});
@@ -115,6 +128,30 @@ TEST(ConvPatchesInt8, QuantizedOutputAndItsRequantizationGoToTheTokens) {
   EXPECT_EQ(count_ops(*g, "QMatMul", "octet"), 1);
   EXPECT_EQ(count_ops(*g, "QuantizeLinear"), 2);  // X's and the tokens'
   EXPECT_EQ(count_ops(*g, "DequantizeLinear"), 1);
+}
+
+// torch's flatten at a symbolic batch reads Shape(Y): rebuilt from X's shape, which needs no
+// DequantizeLinear of X left running for it (the shape folding reads through it).
+TEST(ConvPatchesInt8, SymbolicBatchShapeComesFromTheFloatInput) {
+  for (bool quantized_y : {false, true}) {
+    Int8ConvCase c{{2, 3, 8, 12}, {8, 3, 4, 4}};
+    c.symbolic_batch = true;
+    c.quantized_y = quantized_y;
+    std::shared_ptr<Graph> g = int8_conv_graph(c);
+    OptimizeOptions opts;
+    opts.verify = true;
+    optimize(*g, opts);
+    EXPECT_EQ(count_ops(*g, "Conv"), 0);
+    EXPECT_EQ(count_ops(*g, "QMatMul", "octet"), 1);
+    EXPECT_EQ(count_ops(*g, "DequantizeLinear"), quantized_y ? 1 : 0);
+    for (int64_t batch : {1, 3}) {
+      const NamedTensors in = {{"x", testing::ramp(DType::Float32, {batch, 3, 8, 12}, 3, 2.0f)}};
+      SessionOptions ref;
+      ref.kernels = KernelChoice::Reference;
+      EXPECT_LE(testing::max_relative_error(Session(g).run(in), Session(int8_conv_graph(c), ref).run(in)), 1e-5)
+          << "batch " << batch << (quantized_y ? ", quantized Y" : "");
+    }
+  }
 }
 
 TEST(ConvPatchesInt8, OtherQuantizedConvsFoldTheirWeightsAsBefore) {

@@ -148,13 +148,19 @@ def check_attention_row_scales(model):
     code, _, err = run_octet(args.octet, "optimize", rows, "-o", opt)
     assert code == 0, err
     assert "QAttention" in op_types(opt), sorted(set(op_types(opt)))
-    feeds = sample(model)
+    # Over the ten samples: a float difference in the last bit (octet sums the int8 patch
+    # embedding exactly, onnxruntime in float) can move one statically quantized value by a
+    # step, which on vit_tiny moves a sample's logits to cosine ~0.9998 (either engine may
+    # be the one off); a wrong fusion moves every sample.
     sess = ort.InferenceSession(rows, providers=["CPUExecutionProvider"])
-    theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    mine = octet_outputs(rows, feeds)
-    for name, v in theirs.items():
-        c = cosine(v, mine[name])
-        assert c >= 0.9999, f"{name}: octet (fused) vs onnxruntime (as written) cosine {c:.6f}"
+    cosines = []
+    for i in range(10):
+        feeds = sample(model, i)
+        theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+        mine = octet_outputs(rows, feeds)
+        cosines += [cosine(v, mine[name]) for name, v in theirs.items()]
+    assert min(cosines) >= 0.999 and float(np.mean(cosines)) >= 0.9999, \
+        f"octet (fused) vs onnxruntime (as written) cosines {[round(c, 6) for c in cosines]}"
 
 
 for m in ("bert_tiny", "vit_tiny"):

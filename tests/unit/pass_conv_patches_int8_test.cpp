@@ -62,12 +62,7 @@ std::shared_ptr<Graph> int8_conv_graph(const Int8ConvCase& c) {
   if (c.tokens) {
     const std::string y = c.quantized_y ? "cd" : "c";
     if (c.symbolic_batch) {  // Shape(Y)[0:2] ++ [-1], as torch writes flatten(2)
-      b.node("Shape", {y}, {"y_shape"});
-      b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
-      b.init("two", Tensor::from_vector<int64_t>({1}, {2}));
-      b.init("minus_one", Tensor::from_vector<int64_t>({1}, {-1}));
-      b.node("Slice", {"y_shape", "zero", "two"}, {"lead"});
-      b.node("Concat", {"lead", "minus_one"}, {"flat"}, {Attribute::make_int("axis", 0)});
+      b.flatten2_target(y, "flat");
     } else {
       b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], -1}));
     }

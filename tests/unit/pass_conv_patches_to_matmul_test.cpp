@@ -46,12 +46,7 @@ std::shared_ptr<Graph> conv_graph(const ConvCase& c) {
   b.node("Conv", ins, {"c"}, c.attrs);
   if (c.tail == Tail::Tokens) {
     if (c.flatten_from_shape) {
-      b.node("Shape", {"c"}, {"c_shape"});
-      b.init("zero", Tensor::from_vector<int64_t>({1}, {0}));
-      b.init("two", Tensor::from_vector<int64_t>({1}, {2}));
-      b.init("minus_one", Tensor::from_vector<int64_t>({1}, {-1}));
-      b.node("Slice", {"c_shape", "zero", "two"}, {"lead"});
-      b.node("Concat", {"lead", "minus_one"}, {"flat"}, {Attribute::make_int("axis", 0)});
+      b.flatten2_target("c", "flat");
     } else {
       // -1: the cases that must stay Conv have other output sizes.
       b.init("flat", Tensor::from_vector<int64_t>({3}, {0, c.w[0], -1}));

@@ -47,6 +47,16 @@ class PassGraph {
     return g->add_node(op, ins, outs, std::move(attrs), domain, outs.empty() ? op : outs[0] + "_node");
   }
   void output(const std::string& name) { g->mark_output(g->value(name)); }
+  // `target` = Shape(y)[0:2] ++ [-1]: the Reshape target torch writes for y.flatten(2)
+  // at a symbolic batch (a ViT's patch tokens).
+  void flatten2_target(const std::string& y, const std::string& target) {
+    node("Shape", {y}, {target + "_shape"});
+    init(target + "_zero", Tensor::from_vector<int64_t>({1}, {0}));
+    init(target + "_two", Tensor::from_vector<int64_t>({1}, {2}));
+    init(target + "_minus_one", Tensor::from_vector<int64_t>({1}, {-1}));
+    node("Slice", {target + "_shape", target + "_zero", target + "_two"}, {target + "_lead"});
+    node("Concat", {target + "_lead", target + "_minus_one"}, {target}, {Attribute::make_int("axis", 0)});
+  }
   // Infers types; the pass tests start from a typed graph as load_model gives.
   std::shared_ptr<Graph> done() {
     infer_graph(*g);

@@ -148,6 +148,18 @@ bool is_norm_param(const Value* p, const Value* x, int64_t k) {
   return true;
 }
 
+const Tensor* last_axis_vector(const Value* v, std::optional<int64_t> n) {
+  const Tensor* t = constant_value(v);
+  if (!t || t->rank() < 1 || t->numel() != t->shape().back()) return nullptr;
+  return !n || t->numel() == *n ? t : nullptr;
+}
+
+Value* as_1d_vector(GraphPatch& patch, Value* v) {
+  const Tensor* t = constant_value(v);
+  if (t->rank() == 1) return v;
+  return patch.add_initializer(v->name() + "_1d", Tensor(t->dtype(), {t->numel()}, t->buffer()));
+}
+
 Tensor int64s(const std::vector<int64_t>& values) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
 }

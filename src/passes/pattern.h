@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/patch.h"
 
 namespace octet::passes {
 
@@ -44,6 +45,14 @@ std::optional<double> scalar_constant(const Value* v);
 bool is_scalar(const Value* v, double expected, const Value* other, double rel_tol = 1e-6);
 // The relative tolerance for a constant of this type: max(rel_tol, its precision).
 double constant_tolerance(DType t, double rel_tol);
+
+// The constant of `v` when it holds n values along its last axis and nothing else (rank
+// >= 1, leading dims 1: a bias or a per-channel factor as exporters write it, [N] or
+// [1, .., N]); without n, any length. nullptr otherwise. Callers check the dtype.
+const Tensor* last_axis_vector(const Value* v, std::optional<int64_t> n = std::nullopt);
+// Such a vector as a 1-D value, what the fused ops take: `v` itself when it is 1-D, else
+// a new [N] initializer named after it (the original may be read elsewhere).
+Value* as_1d_vector(GraphPatch& patch, Value* v);
 
 // The node that produces `v` when it is the ai.onnx op `op_type`; nullptr otherwise.
 Node* producer(const Value* v, const char* op_type);

@@ -25,11 +25,10 @@ namespace {
 
 enum : size_t { kChannelScale = 8 };
 
-// c as a per-channel factor of K values along the last axis, or nullptr.
+// c as a float per-channel factor of K values along the last axis, or nullptr.
 const Tensor* channel_factor(const Value* c) {
-  const Tensor* t = constant_value(c);
-  if (!t || t->dtype() != DType::Float32 || t->rank() < 1 || t->numel() != t->shape().back()) return nullptr;
-  return t;
+  const Tensor* t = last_axis_vector(c);
+  return t && t->dtype() == DType::Float32 ? t : nullptr;
 }
 
 // A QMatMul that can take the factor: float A read once, no a_channel_scale, B [k, N].
@@ -58,7 +57,7 @@ bool fold(Graph& g, PassContext& ctx, Node* mul) {
     for (const Use& u : y->uses()) all = all && !u.implicit && u.index == 0 && takes_channel_scale(u.node, y, k);
     if (!all) continue;
     GraphPatch patch = make_patch(g);
-    Value* scale = factor->rank() == 1 ? c : patch.add_initializer(c->name() + "_1d", Tensor(DType::Float32, {k}, factor->buffer()));
+    Value* scale = as_1d_vector(patch, c);
     std::vector<Node*> readers;
     for (const Use& u : y->uses()) readers.push_back(u.node);
     for (Node* q : readers) {

@@ -36,10 +36,8 @@ bool match(Node* matmul, Match& m) {
   Node* add = sole_consumer(y);
   if (!is_op(add, "Add")) return false;
   Value* bias = other_input(add, y);
-  const Tensor* t = constant_value(bias);
-  if (!t || t->dtype() != a->type.dtype || t->numel() != *n || t->rank() == 0 || t->rank() > y->type.rank())
-    return false;
-  if (t->shape().back() != *n) return false;  // the N elements run along the last axis
+  const Tensor* t = last_axis_vector(bias, *n);  // the N elements run along the last axis
+  if (!t || t->dtype() != a->type.dtype || t->rank() > y->type.rank()) return false;
   if (!can_replace(add->output(0), y)) return false;
   m = Match{matmul, add, bias, *n};
   return true;
@@ -47,10 +45,7 @@ bool match(Node* matmul, Match& m) {
 
 bool apply(Graph& g, PassContext& ctx, const Match& m) {
   GraphPatch patch = make_patch(g);
-  Value* bias = m.bias;
-  const Tensor* t = constant_value(bias);
-  if (t->rank() != 1) bias = patch.add_initializer(bias->name() + "_1d", Tensor(t->dtype(), {m.n}, t->buffer()));
-  Node* fused = patch.add_node("MatMulBias", {m.matmul->input(0), m.matmul->input(1), bias}, 1, {}, "octet",
+  Node* fused = patch.add_node("MatMulBias", {m.matmul->input(0), m.matmul->input(1), as_1d_vector(patch, m.bias)}, 1, {}, "octet",
                                m.matmul->name() + "_bias");
   patch.replace_uses(m.add->output(0), fused->output(0));
   patch.remove_node(m.matmul);

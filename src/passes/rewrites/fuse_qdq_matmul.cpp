@@ -70,11 +70,8 @@ std::optional<WeightSide> weight_side(const Value* v, bool transposed) {
 
 // A float constant of exactly N elements along the last axis.
 Value* bias_of(Value* v, int64_t n) {
-  const Tensor* t = constant_value(v);
-  if (!t || t->dtype() != DType::Float32 || t->numel() != n || t->rank() < 1 || t->shape().back() != n) return nullptr;
-  for (size_t i = 0; i + 1 < t->shape().size(); ++i)
-    if (t->shape()[i] != 1) return nullptr;
-  return v;
+  const Tensor* t = last_axis_vector(v, n);
+  return t && t->dtype() == DType::Float32 ? v : nullptr;
 }
 
 // Mul(x0, c) with c a float constant of K values along the last axis, read only by
@@ -137,19 +134,12 @@ bool apply(Graph& g, PassContext& ctx, const Match& m) {
   GraphPatch patch = make_patch(g);
   Value* data = m.w.data;
   if (m.w.transposed) data = patch.add_initializer(data->name() + "_kn", transpose_matrix(*constant_value(data)));
-  Value* bias = m.bias;
-  if (bias && constant_value(bias)->rank() != 1)
-    bias = patch.add_initializer(bias->name() + "_1d", Tensor(DType::Float32, {m.n}, constant_value(bias)->buffer()));
+  Value* bias = m.bias ? as_1d_vector(patch, m.bias) : nullptr;
   std::vector<Value*> inputs = {m.a.x, m.a.scale, m.a.zero_point, data, m.w.scale, m.w.zero_point};
   if (bias || m.channel_scale) inputs.push_back(bias);
   if (m.channel_scale) {
-    Value* c = m.channel_scale;
-    if (constant_value(c)->rank() != 1) {
-      const int64_t k = constant_value(c)->numel();
-      c = patch.add_initializer(c->name() + "_1d", Tensor(DType::Float32, {k}, constant_value(c)->buffer()));
-    }
     inputs.push_back(nullptr);  // residual
-    inputs.push_back(c);
+    inputs.push_back(as_1d_vector(patch, m.channel_scale));
   }
   Node* fused = patch.add_node("QMatMul", inputs, 1, {}, "octet", m.node->name() + "_int8");
   Value* out = m.add ? m.add->output(0) : m.node->output(0);

@@ -41,10 +41,11 @@ bool takes_channel_scale(const Node* q, const Value* a, int64_t k) {
   return b && b->rank() == 2 && b->shape()[0] == k;
 }
 
-bool fold(Graph& g, PassContext& ctx, Node* mul) {
-  if (mul->inputs().size() != 2) return false;
+// Folds `mul` into its readers; the nodes it removed (the readers and the Mul), or none.
+std::vector<Node*> fold(Graph& g, PassContext& ctx, Node* mul) {
+  if (mul->inputs().size() != 2) return {};
   Value* y = mul->output(0);
-  if (!y || y->is_graph_output() || read_by_subgraph(y) || y->uses().empty()) return false;
+  if (!y || y->is_graph_output() || read_by_subgraph(y) || y->uses().empty()) return {};
   for (size_t slot = 0; slot < 2; ++slot) {
     Value* c = mul->input(slot);
     Value* x = mul->input(1 - slot);
@@ -72,21 +73,16 @@ bool fold(Graph& g, PassContext& ctx, Node* mul) {
       patch.remove_node(q);
     }
     patch.remove_node(mul);
-    if (!ctx.apply(patch)) return false;
+    if (!ctx.apply(patch)) return {};
     ctx.count("Mul -> QMatMul a_channel_scale");
-    return true;
+    readers.push_back(mul);
+    return readers;
   }
-  return false;
+  return {};
 }
 
 bool run(Graph& g, PassContext& ctx) {
-  return sweep_rewrites(g, "Mul", [&](Node* mul, const RemovedNodes&) {
-    std::vector<Node*> readers;
-    for (const Use& u : mul->output(0)->uses()) readers.push_back(u.node);
-    if (!fold(g, ctx, mul)) return std::vector<Node*>{};
-    readers.push_back(mul);
-    return readers;
-  });
+  return sweep_rewrites(g, "Mul", [&](Node* mul, const RemovedNodes&) { return fold(g, ctx, mul); });
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 // residuals of the output's shape or one row, Gemm's transposed B and C, one and two threads
 // (B big enough to be shared), every ISA level in process (the GEMV at AVX-512, oneDNN on
 // the same packed B below it). That the GEMV and not oneDNN ran is seen in the state: it
-// creates no oneDNN primitive. Shapes it must not take (M past the bound, Gemm's alpha,
-// a C repeated over columns) go to oneDNN, and the layout check accepts only the panels f32_gemv.h reads.
+// creates no oneDNN primitive and does not count as the panel GEMM. Shapes it must not take
+// (M past the bound, Gemm's alpha, a C repeated over columns) go elsewhere, and the layout check accepts only the panels f32_gemv.h reads.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -52,7 +52,8 @@ void check(const Case& c, const std::string& what) {
       EXPECT_EQ(kernel.matmul().gemv_panels() != nullptr, gemv_possible()) << label;
       // The GEMV creates no oneDNN primitive and does not fall back to the reference kernel;
       // anything else does one or the other (oneDNN declines some of Gemm's C broadcasts).
-      const bool ran_gemv = kernel.matmul().primitives_created() == 0 && kernel.matmul().reference_runs() == 0;
+      const bool ran_gemv = kernel.matmul().primitives_created() == 0 && kernel.matmul().reference_runs() == 0 &&
+                            kernel.matmul().panel_gemm_runs() == 0;
       EXPECT_EQ(ran_gemv, gemv) << label << (gemv ? ": GEMV expected" : ": GEMV not expected");
     }
   }
@@ -129,8 +130,9 @@ TEST(CpuMatMulGemv, GemmBiasRowAndFullC) {
   }
 }
 
-TEST(CpuMatMulGemv, MoreRowsStayOnOneDnn) {
-  // M just past the bound, and the encoders' prompt-sized M: oneDNN's matmul as before.
+TEST(CpuMatMulGemv, MoreRowsLeaveTheGemv) {
+  // M just past the bound, and the encoders' prompt-sized M: the panel GEMM's
+  // (cpu_matmul_panel_gemm_test.cpp) or, at other ISA levels, oneDNN's.
   for (int64_t m : {int64_t{cpu::kF32GemvMaxRows} + 1, int64_t{128}}) {
     const std::vector<int64_t> a = {1, m, 64};
     check({"MatMul", "", {Operand{rand(a, 5)}, Operand{rand({64, 96}, 6), true}}, {}, 64, false},

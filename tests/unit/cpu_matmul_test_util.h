@@ -124,13 +124,24 @@ struct DirectKernel {
     EXPECT_TRUE(def && def->prepare(n, state));
   }
   const dnnl_cpu::MatMulState& matmul() const { return static_cast<const dnnl_cpu::MatMulState&>(*state); }
-  Tensor run(std::vector<const Tensor*> inputs, int threads = 1) const {
+  Tensor run(std::vector<const Tensor*> inputs, int threads = 1) const { return run_all(std::move(inputs), threads)[0]; }
+  // Every output (octet.MatMulBias' `split` parts).
+  std::vector<Tensor> run_all(std::vector<const Tensor*> inputs, int threads = 1) const {
     KernelContext ctx(*g->nodes()[0], std::move(inputs));
     ctx.set_state(state.get());
     ctx.set_threads(threads);
     def->run(ctx);
-    return ctx.outputs()[0];
+    return ctx.outputs();
   }
+};
+
+// The panel GEMM (dnnl_matmul_panel_gemm.cpp) switched off while in scope: tests of what
+// oneDNN's matmul does at shapes the panel GEMM would otherwise take.
+struct PanelGemmOff {
+  PanelGemmOff() { dnnl_cpu::set_f32_panel_gemm_enabled(false); }
+  ~PanelGemmOff() { dnnl_cpu::set_f32_panel_gemm_enabled(true); }
+  PanelGemmOff(const PanelGemmOff&) = delete;
+  PanelGemmOff& operator=(const PanelGemmOff&) = delete;
 };
 
 inline std::string shape_str(const std::vector<int64_t>& s) { return shape_to_string(s); }

@@ -175,6 +175,11 @@ void matmul_kernel(KernelContext& ctx) {
     Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);
     return run_gemv(ctx, state, *p, {GemvPart{out.mutable_data<float>(), 0, p->dst.back()}});
   }
+  if (p && panel_gemm_applies(state, *p)) {  // more rows: dnnl_matmul_panel_gemm.cpp
+    if (!split.empty()) return run_panel_gemm(ctx, state, *p, allocate_parts(ctx, split, p->out_shape));
+    Tensor& out = ctx.allocate_output_uninitialized(0, DType::Float32, p->out_shape);
+    return run_panel_gemm(ctx, state, *p, {GemvPart{out.mutable_data<float>(), 0, p->dst.back()}});
+  }
   std::shared_ptr<const MatMulState::Entry> entry = p ? state.primitive_for(*p, ctx.threads()) : nullptr;
   if (!entry) return run_reference(ctx, state);
   if (split.empty()) {

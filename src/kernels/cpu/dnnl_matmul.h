@@ -30,6 +30,10 @@
 // runs the AVX-512 GEMV of dnnl_matmul_gemv.cpp on that same packed copy instead of
 // oneDNN's matmul (memory-bound; no OpenMP fork/join), epilogue included.
 //
+// Past those few rows, a constant B in those panels runs octet's panel GEMM
+// (dnnl_matmul_panel_gemm.cpp), which prefetches the weights it reads next: in a model
+// they are cold, and oneDNN's matmul waits for them.
+//
 // Whatever oneDNN cannot express or would only run with its slow reference implementation
 // (an unusual broadcast, empty tensors, a residual broadcast over batch dims), and any
 // invalid input, goes to the reference kernel of the same op: same results, same errors.
@@ -113,6 +117,9 @@ class MatMulState : public KernelState {
   void count_reference_run() const { ++reference_runs_; }
   // Runs that took the GeLU column panels (dnnl_matmul_panels.cpp); for tests.
   int64_t gelu_panel_runs() const { return panel_runs_.load(); }
+  // Runs that took the panel GEMM (dnnl_matmul_panel_gemm.cpp); for tests.
+  int64_t panel_gemm_runs() const { return panel_gemm_runs_.load(); }
+  void count_panel_gemm_run() const { ++panel_gemm_runs_; }
 
  private:
   std::shared_ptr<const Entry> create(const MatMulProblem& p) const;
@@ -135,6 +142,7 @@ class MatMulState : public KernelState {
   PrimitiveCache<Entry> cache_;
   PrimitiveCache<Entry> panel_cache_;  // execute_gelu_panels' products, by M, panel width, threads
   mutable std::atomic<int64_t> panel_runs_{0};
+  mutable std::atomic<int64_t> panel_gemm_runs_{0};
   mutable std::atomic<int64_t> reference_runs_{0};
 };
 
@@ -165,6 +173,18 @@ struct GemvPart {
   int64_t col0 = 0, width = 0;
 };
 void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, const std::vector<GemvPart>& parts);
+
+// The float32 panel GEMM (dnnl_matmul_panel_gemm.cpp). panel_gemm_applies: whether `p`
+// runs there (a constant B in the GEMV's panels, more rows than the GEMV takes, an epilogue
+// it can run, `split` parts starting on panel boundaries, AVX-512 active); run_panel_gemm
+// writes Y's columns into `parts` as run_gemv does. The switch (OCTET_F32_PANEL_GEMM=0
+// turns it off, read once; the setter is for A/B tests and benchmarks) takes effect on the
+// next run.
+void set_f32_panel_gemm_enabled(bool on);
+bool f32_panel_gemm_enabled();
+bool panel_gemm_applies(const MatMulState& s, const MatMulProblem& p);
+void run_panel_gemm(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p,
+                    const std::vector<GemvPart>& parts);
 
 // Registers ai.onnx MatMul and Gemm and octet.MatMulBias.
 void register_matmul(KernelRegistry& r);

@@ -21,11 +21,6 @@
 // threads) on first use and cached in the node's state behind a mutex, so a run never
 // pays for creation twice and any number of threads may run one node.
 //
-// GeLU(erf) at a big Y (dnnl_matmul_panels.cpp): when a thread's share of Y no longer fits
-// in its core's L2 beside B, the product runs as column panels of B's 64-column blocks, each
-// into a scratch block that the GeLU pass reads while it is still cached (bit-identical to
-// the one product).
-//
 // Decode: A of at most 4 rows against a constant B that oneDNN packed as 64-column panels
 // runs the AVX-512 GEMV of dnnl_matmul_gemv.cpp on that same packed copy instead of
 // oneDNN's matmul (memory-bound; no OpenMP fork/join), epilogue included.
@@ -115,8 +110,6 @@ class MatMulState : public KernelState {
   // Runs `entry` on the inputs of `ctx`, writing `out` (allocated with problem.out_shape).
   void execute(const KernelContext& ctx, const MatMulProblem& problem, const Entry& entry, Tensor& out) const;
   void count_reference_run() const { ++reference_runs_; }
-  // Runs that took the GeLU column panels (dnnl_matmul_panels.cpp); for tests.
-  int64_t gelu_panel_runs() const { return panel_runs_.load(); }
   // Runs that took the panel GEMM (dnnl_matmul_panel_gemm.cpp); for tests.
   int64_t panel_gemm_runs() const { return panel_gemm_runs_.load(); }
   void count_panel_gemm_run() const { ++panel_gemm_runs_; }
@@ -125,10 +118,6 @@ class MatMulState : public KernelState {
   std::shared_ptr<const Entry> create(const MatMulProblem& p) const;
   dnnl::primitive_attr attributes(const MatMulProblem& p) const;
   bool own_gelu(const MatMulProblem& p) const;
-  // dnnl_matmul_panels.cpp: Y as column panels, each GeLU'd while cached. False (nothing
-  // written) where `p` does not qualify or oneDNN has no usable panel primitive.
-  bool execute_gelu_panels(const KernelContext& ctx, const MatMulProblem& p, Tensor& out) const;
-  std::shared_ptr<const Entry> panel_primitive(const MatMulProblem& p, int64_t width, int threads) const;
 
   MatMulSpec spec_;
   // B in oneDNN's preferred layout, for the [K, N] it was packed for; null when B is not
@@ -140,20 +129,9 @@ class MatMulState : public KernelState {
   std::vector<int64_t> b_shape_;  // B as the graph stores it ([N, K] under transB)
 
   PrimitiveCache<Entry> cache_;
-  PrimitiveCache<Entry> panel_cache_;  // execute_gelu_panels' products, by M, panel width, threads
-  mutable std::atomic<int64_t> panel_runs_{0};
   mutable std::atomic<int64_t> panel_gemm_runs_{0};
   mutable std::atomic<int64_t> reference_runs_{0};
 };
-
-// The GeLU column panels (dnnl_matmul_panels.cpp). gelu_panel_width: the panel width in
-// columns for a product of m x k x n on `threads` threads (a multiple of 64 below n), or 0
-// where each thread's share of Y is small enough to stay cached whole. The switch
-// (OCTET_F32_GELU_PANELS=0 turns it off, read once; the setter is for A/B tests and
-// benchmarks) takes effect on the next run.
-int64_t gelu_panel_width(int64_t m, int64_t k, int64_t n, int threads);
-void set_gelu_panels_enabled(bool on);
-bool gelu_panels_enabled();
 
 // The float32 decode GEMV (dnnl_matmul_gemv.cpp). gemv_panel_rows: K_pad when `md` is a
 // layout f32_gemv.h reads (64-column panels of contiguous rows), else 0. gemv_applies:

@@ -141,8 +141,6 @@ std::vector<std::string> MatMulState::implementations() const {
 }
 
 void MatMulState::execute(const KernelContext& ctx, const MatMulProblem& p, const Entry& entry, Tensor& out) const {
-  // A GeLU'd Y too big to stay cached runs as column panels (dnnl_matmul_panels.cpp).
-  if (own_gelu(p) && execute_gelu_panels(ctx, p, out)) return;
   const Tensor& a = ctx.input(0);
   // A primitive on plain B reads the graph's copy, or (when the state owns B, and the
   // graph's copy may be gone) one unpacked for this run: rare shapes, and the reorder is

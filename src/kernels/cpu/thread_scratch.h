@@ -30,8 +30,6 @@ enum class Scratch {
   // MatMulNBits (matmul_nbits.cpp): A arranged for the GEMV (float or integer codes), a
   // dequantized weight panel, and the integer path's per-run scales and zero-point terms.
   NbitsA, NbitsPanel, NbitsAScales, NbitsAZero,
-  // A float32 MatMulBias' column panel of Y before its GeLU (dnnl_matmul_panels.cpp).
-  GeluPanel,
   kCount
 };
 

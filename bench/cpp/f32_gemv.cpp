@@ -42,6 +42,16 @@ struct Setup {
   Tensor a;
 };
 
+// The session over `graph` (every node on the optimized MatMul kernel) and an A of [M, K].
+void start(Setup& g, const std::shared_ptr<Graph>& graph, int64_t M, int64_t K, int threads) {
+  SessionOptions o;
+  o.threads = threads;
+  g.session = std::make_unique<Session>(graph, o);
+  if (g.session->optimized_nodes() != g.copies) fail("the optimized MatMul kernel declined a node");
+  g.a = Tensor(DType::Float32, {M, K});
+  for (int64_t i = 0; i < M * K; ++i) g.a.mutable_data<float>()[i] = 0.01f * static_cast<float>(i % 97);
+}
+
 Setup make(int64_t K, int64_t N, int64_t M, int threads) {
   Setup g;
   const int64_t bytes = K * N * 4;
@@ -60,12 +70,7 @@ Setup make(int64_t K, int64_t N, int64_t M, int threads) {
     graph->add_node("MatMul", {"A", "B" + id}, {"Y" + id}, {}, "", "mm" + id);
     graph->mark_output(graph->value("Y" + id));
   }
-  SessionOptions o;
-  o.threads = threads;
-  g.session = std::make_unique<Session>(graph, o);
-  if (g.session->optimized_nodes() != g.copies) fail("the optimized MatMul kernel declined");
-  g.a = Tensor(DType::Float32, {M, K});
-  for (int64_t i = 0; i < M * K; ++i) g.a.mutable_data<float>()[i] = 0.01f * static_cast<float>(i % 97);
+  start(g, graph, M, K, threads);
   return g;
 }
 
@@ -109,12 +114,7 @@ Setup make_chain(int64_t K, int64_t N, int64_t M, int threads) {
   }
   graph->mark_output(graph->value("X" + std::to_string(g.copies)));
   infer_graph(*graph);  // the intermediate products' types, which the kernels check
-  SessionOptions o;
-  o.threads = threads;
-  g.session = std::make_unique<Session>(graph, o);
-  if (g.session->optimized_nodes() != g.copies) fail("the optimized MatMul kernel declined: ", g.session->optimized_nodes(), " of ", g.copies);
-  g.a = Tensor(DType::Float32, {M, K});
-  for (int64_t i = 0; i < M * K; ++i) g.a.mutable_data<float>()[i] = 0.01f * static_cast<float>(i % 97);
+  start(g, graph, M, K, threads);
   return g;
 }
 
@@ -132,7 +132,8 @@ void f32_panel_gemm(benchmark::State& state) {
 }
 
 void panel_shapes(benchmark::internal::Benchmark* b) {
-  for (auto [m, k, n] : std::vector<std::tuple<int, int, int>>{{257, 384, 1152}, {257, 384, 384}, {257, 384, 1536}, {128, 384, 1536}})
+  const std::vector<std::tuple<int, int, int>> mkn = {{257, 384, 1152}, {257, 384, 384}, {257, 384, 1536}, {128, 384, 1536}};
+  for (auto [m, k, n] : mkn)
     for (int threads : {1, 2})
       for (int panel : {0, 1}) b->Args({k, n, m, threads, panel});
 }

@@ -141,7 +141,8 @@ TEST(CpuMatMulPanelGemm, GemmBiasRowAndFullC) {
 }
 
 // octet.MatMulBias writing Y's columns as `split` parts (the merged Q/K/V projection).
-std::shared_ptr<Graph> split_graph(const Tensor& a, const Tensor& w, const Tensor& bias, const std::vector<int64_t>& split) {
+std::shared_ptr<Graph> split_graph(const Tensor& a, const Tensor& w, const Tensor& bias,
+                                   const std::vector<int64_t>& split) {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 17;
   g->opset_imports["octet"] = 1;
@@ -150,7 +151,8 @@ std::shared_ptr<Graph> split_graph(const Tensor& a, const Tensor& w, const Tenso
   g->add_initializer("in2", std::make_shared<Tensor>(bias));
   std::vector<std::string> outs;
   for (size_t i = 0; i < split.size(); ++i) outs.push_back(std::string("y").append(std::to_string(i)));
-  g->add_node("MatMulBias", {"in0", "in1", "in2"}, outs, {Attribute::make_ints("split", split)}, "octet", "node_under_test");
+  g->add_node("MatMulBias", {"in0", "in1", "in2"}, outs, {Attribute::make_ints("split", split)}, "octet",
+              "node_under_test");
   for (const std::string& o : outs) g->mark_output(g->value(o));
   infer_graph(*g);
   return g;

@@ -93,9 +93,11 @@ void run_panel_gemm(const KernelContext& ctx, const MatMulState& s, const MatMul
   const float* bias = p.bias.empty() ? nullptr : ctx.input(p.bias_from).data<float>();
   Finish finish;
   const Activation act = s.spec().activation;
-  if (act != Activation::None)
-    finish.activation = cpu::vec_ops().unary[static_cast<int>(act == Activation::GeluTanh ? cpu::UnaryOp::GeluTanh
-                                                                                            : cpu::UnaryOp::GeluErfFast)];
+  if (act != Activation::None) {
+    // The GeLU(erf) of the oneDNN path's own pass (MatMulState::own_gelu).
+    const cpu::UnaryOp op = act == Activation::GeluTanh ? cpu::UnaryOp::GeluTanh : cpu::UnaryOp::GeluErfFast;
+    finish.activation = cpu::vec_ops().unary[static_cast<int>(op)];
+  }
   if (!p.addend.empty()) {
     finish.addend = ctx.input(p.addend_from).data<float>();
     finish.addend_ld = p.addend[0] == 1 ? 0 : n;
@@ -137,7 +139,8 @@ void run_panel_gemm(const KernelContext& ctx, const MatMulState& s, const MatMul
     if (by_rows) {
       const int64_t r0 = std::min(m, blocks * t / threads * cpu::kF32GemmRows);
       const int64_t r1 = std::min(m, blocks * (t + 1) / threads * cpu::kF32GemmRows);
-      for (int64_t r = r0; r < r1; r += rows_per_pass) run(r, std::min(r1, r + rows_per_pass), 0, panels, r + rows_per_pass < r1);
+      for (int64_t r = r0; r < r1; r += rows_per_pass)
+        run(r, std::min(r1, r + rows_per_pass), 0, panels, r + rows_per_pass < r1);
     } else {
       const int64_t q0 = panels * t / threads, q1 = panels * (t + 1) / threads;
       for (int64_t r = 0; r < m; r += rows_per_pass) run(r, std::min(m, r + rows_per_pass), q0, q1, r + rows_per_pass < m);

@@ -2,18 +2,19 @@
 //
 // Why octet's own and not oneDNN's brgemm on the same packed B: in a transformer each
 // weight matrix is read once per run and arrives cold (DINOv2-S: 85 MB of fp32 weights,
-// 0.6-2.4 MB per matrix, against 2 MiB of L2 per core), and oneDNN 2.6's matmul, which exposes no prefetch control, ran DINOv2's
-// shapes (257 rows) at 150-163 GMAC/s on rotating copies of B against 175-190 with B hot.
-// This kernel prefetches the chunk of B it needs next while it multiplies the current one,
-// a few lines per step of K. bench/cpp/f32_gemv.cpp's f32_panel_gemm (chains of products on
-// 128 MiB of distinct weights, fastest of 2 runs) at 2 threads, oneDNN -> this kernel, in
-// GMAC/s: DINOv2-S at 257 rows 384x1152 148 -> 165, 384x384 143 -> 162, the FFN pair
-// 149 -> 165; MiniLM-L6's FFN at 128 rows 141 -> 148; 1 thread +5-10%.
+// 0.6-2.4 MB per matrix, against 2 MiB of L2 per core), and oneDNN 2.6's matmul, which
+// exposes no prefetch control, ran DINOv2's shapes (257 rows) at 150-163 GMAC/s on
+// rotating copies of B against 175-190 with B hot. This kernel prefetches the chunk of B
+// it needs next while it multiplies the current one, a few lines per step of K.
+// bench/cpp/f32_gemv.cpp's f32_panel_gemm (chains of products on 128 MiB of distinct
+// weights, fastest of 2 runs) at 2 threads, oneDNN -> this kernel, in GMAC/s: DINOv2-S at
+// 257 rows 384x1152 148 -> 165, 384x384 143 -> 162, the FFN pair 149 -> 165; MiniLM-L6's
+// FFN at 128 rows 141 -> 148; 1 thread +5-10%.
 //
 // The register block: 6 rows x 64 columns = 24 accumulators, 4 registers of B per step of
-// K, A broadcast from memory (folded into the FMA), so 24 FMAs per 4 B loads and 6
-// broadcasts. A chunk of 128 rows of B (32 KiB) stays in L1 while all the row blocks pass;
-// between chunks the block's partial sums go through Y (exact: float stores and loads).
+// K and one broadcast of A per row: 24 FMAs per 4 loads of B and 6 broadcasts. A chunk of
+// 128 rows of B (32 KiB) stays in L1 while all the row blocks pass; between chunks the
+// block's partial sums go through Y (exact: float stores and loads).
 // Compiled with the AVX-512 flags (file-name suffix, see CMakeLists.txt).
 #include <immintrin.h>
 
@@ -88,7 +89,7 @@ void f32_panel_gemm_avx512(const F32PanelGemmArgs& g) {
     const bool first = k0 == 0, last = k0 + kc == g.K;
     // The chunk after this one: this panel's next, or the next panel's first.
     const float* after = !last ? g.b + (k0 + kc) * W : g.next_b;
-    const int64_t after_rows = !last ? std::min<int64_t>(kF32GemmDepth, g.K - k0 - kc) : std::min<int64_t>(kF32GemmDepth, g.K);
+    const int64_t after_rows = std::min<int64_t>(kF32GemmDepth, !last ? g.K - k0 - kc : g.K);
     Prefetch pf;
     int64_t per_block = 0;
     if (after) {

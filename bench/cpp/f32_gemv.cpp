@@ -42,6 +42,16 @@ struct Setup {
   Tensor a;
 };
 
+// [rows, cols] of scale * uniform(-0.5, 0.5) from the LCG state `s`.
+std::shared_ptr<Tensor> random_weights(int64_t rows, int64_t cols, float scale, uint64_t& s) {
+  auto b = std::make_shared<Tensor>(DType::Float32, std::vector<int64_t>{rows, cols});
+  float* p = b->mutable_data<float>();
+  for (int64_t i = 0; i < rows * cols; ++i)
+    s = s * 6364136223846793005ull + 1442695040888963407ull,
+    p[i] = scale * (static_cast<float>(s >> 40) / (1 << 24) - 0.5f);
+  return b;
+}
+
 // The session over `graph` (every node on the optimized MatMul kernel) and an A of [M, K].
 void start(Setup& g, const std::shared_ptr<Graph>& graph, int64_t M, int64_t K, int threads) {
   SessionOptions o;
@@ -61,12 +71,8 @@ Setup make(int64_t K, int64_t N, int64_t M, int threads) {
   graph->add_input("A", TensorType(DType::Float32, DimVector{M, K}));
   uint64_t s = 12345;
   for (int64_t c = 0; c < g.copies; ++c) {
-    auto b = std::make_shared<Tensor>(DType::Float32, std::vector<int64_t>{K, N});
-    float* p = b->mutable_data<float>();
-    for (int64_t i = 0; i < K * N; ++i)
-      s = s * 6364136223846793005ull + 1442695040888963407ull, p[i] = static_cast<float>(s >> 40) / (1 << 24) - 0.5f;
     const std::string id = std::to_string(c);
-    graph->add_initializer("B" + id, b);
+    graph->add_initializer("B" + id, random_weights(K, N, 1.0f, s));
     graph->add_node("MatMul", {"A", "B" + id}, {"Y" + id}, {}, "", "mm" + id);
     graph->mark_output(graph->value("Y" + id));
   }
@@ -74,14 +80,22 @@ Setup make(int64_t K, int64_t N, int64_t M, int threads) {
   return g;
 }
 
+// Runs g's session (input `input` = g.a) once untimed, then once per benchmark iteration,
+// with octet's kernel switched on or off by the benchmark's 5th argument; switches it back
+// on. Returns the fastest iteration in seconds.
+double time_session(benchmark::State& state, const Setup& g, const char* input, void (*set_enabled)(bool)) {
+  set_enabled(state.range(4) != 0);
+  const NamedTensors feeds = {{input, g.a}};
+  g.session->run(feeds);
+  const double best = bench::fastest_iteration(state, [&] { benchmark::DoNotOptimize(g.session->run(feeds)); });
+  set_enabled(true);
+  return best;
+}
+
 void f32_gemv(benchmark::State& state) {
   const int64_t K = state.range(0), N = state.range(1), M = state.range(2);
-  Setup g = make(K, N, M, static_cast<int>(state.range(3)));
-  dnnl_cpu::set_f32_gemv_enabled(state.range(4) != 0);
-  const NamedTensors feeds = {{"A", g.a}};
-  g.session->run(feeds);
-  for (auto _ : state) benchmark::DoNotOptimize(g.session->run(feeds));
-  dnnl_cpu::set_f32_gemv_enabled(true);
+  const Setup g = make(K, N, M, static_cast<int>(state.range(3)));
+  time_session(state, g, "A", dnnl_cpu::set_f32_gemv_enabled);
   const double gemvs = static_cast<double>(state.iterations() * g.copies);
   state.counters["gemv_us"] = benchmark::Counter(gemvs * 1e-6, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["GBps"] = benchmark::Counter(gemvs * static_cast<double>(K * N * 4) * 1e-9, benchmark::Counter::kIsRate);
@@ -100,16 +114,10 @@ Setup make_chain(int64_t K, int64_t N, int64_t M, int threads) {
   uint64_t s = 12345;
   for (int64_t c = 0; c < g.copies; ++c) {
     const int64_t rows = c % 2 == 0 ? K : N, cols = c % 2 == 0 ? N : K;
-    auto b = std::make_shared<Tensor>(DType::Float32, std::vector<int64_t>{rows, cols});
-    float* p = b->mutable_data<float>();
-    // Uniform with variance 1 / rows, so the chain's values neither grow nor vanish into
-    // denormals (which would time the FPU's microcode assists, not the GEMM).
-    const float scale = std::sqrt(12.0f / static_cast<float>(rows));
-    for (int64_t i = 0; i < rows * cols; ++i)
-      s = s * 6364136223846793005ull + 1442695040888963407ull,
-      p[i] = scale * (static_cast<float>(s >> 40) / (1 << 24) - 0.5f);
+    // Variance 1 / rows, so the chain's values neither grow nor vanish into denormals
+    // (which would time the FPU's microcode assists, not the GEMM).
     const std::string id = std::to_string(c), next = std::to_string(c + 1);
-    graph->add_initializer("B" + id, b);
+    graph->add_initializer("B" + id, random_weights(rows, cols, std::sqrt(12.0f / static_cast<float>(rows)), s));
     graph->add_node("MatMul", {"X" + id, "B" + id}, {"X" + next}, {}, "", "mm" + id);
   }
   graph->mark_output(graph->value("X" + std::to_string(g.copies)));
@@ -120,12 +128,8 @@ Setup make_chain(int64_t K, int64_t N, int64_t M, int threads) {
 
 void f32_panel_gemm(benchmark::State& state) {
   const int64_t K = state.range(0), N = state.range(1), M = state.range(2);
-  Setup g = make_chain(K, N, M, static_cast<int>(state.range(3)));
-  dnnl_cpu::set_f32_panel_gemm_enabled(state.range(4) != 0);
-  const NamedTensors feeds = {{"X0", g.a}};
-  g.session->run(feeds);
-  const double best = bench::fastest_iteration(state, [&] { benchmark::DoNotOptimize(g.session->run(feeds)); });
-  dnnl_cpu::set_f32_panel_gemm_enabled(true);
+  const Setup g = make_chain(K, N, M, static_cast<int>(state.range(3)));
+  const double best = time_session(state, g, "X0", dnnl_cpu::set_f32_panel_gemm_enabled);
   const double macs = static_cast<double>(g.copies * M * K * N);
   state.counters["gemm_us"] = best / static_cast<double>(g.copies) * 1e6;
   state.counters["GMACps"] = macs / best * 1e-9;

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <sstream>
 
 #include "cpu_matmul_test_util.h"
 #include "kernels/cpu/dnnl_common.h"
@@ -21,6 +20,7 @@ namespace {
 
 using testing::mm::Operand;
 using testing::mm::rand;
+using testing::mm::dims_label;
 using testing::mm::shape_str;
 
 // oneDNN packs B as 64-column panels only for its AVX-512 matmul (the GEMV's test says more).
@@ -69,12 +69,6 @@ void check(const Case& c, const std::string& what) {
   }
 }
 
-std::string dims_label(const std::vector<int64_t>& a, int64_t k, int64_t n) {
-  std::ostringstream s;
-  s << shape_str(a) << "x[" << k << "," << n << "]";
-  return s.str();
-}
-
 TEST(CpuMatMulPanelGemm, EdgeShapes) {
   uint64_t seed = 1;
   for (int64_t m : {int64_t{cpu::kF32GemvMaxRows} + 1, int64_t{cpu::kF32GemmRows}, int64_t{13}, int64_t{257}})
@@ -88,7 +82,8 @@ TEST(CpuMatMulPanelGemm, EdgeShapes) {
 
 TEST(CpuMatMulPanelGemm, SharedOverThreadsByRowsOrPanels) {
   // Rank 3 A; 5 rows (one register block: two threads split the 16 panels, the last one 40
-  // columns), 13 rows (three blocks over two threads), 600 rows of a K past four chunks.
+  // columns), 13 rows (three blocks over two threads), 600 rows of a K past four chunks
+  // (each thread's 300 rows in two passes of A).
   for (auto [a, n] : {std::pair<std::vector<int64_t>, int64_t>{{1, 5, 576}, 1000},
                       {{1, 13, 576}, 1000}, {{2, 300, 520}, 200}}) {
     const int64_t k = a.back();
@@ -97,47 +92,13 @@ TEST(CpuMatMulPanelGemm, SharedOverThreadsByRowsOrPanels) {
 }
 
 TEST(CpuMatMulPanelGemm, MatMulBiasEveryEpilogue) {
-  uint64_t seed = 100;
-  for (const char* act : {"", "gelu", "gelu_tanh"})
-    for (int64_t m : {7, 257})
-      for (auto [k, n] : {std::pair<int64_t, int64_t>{33, 65}, {200, 130}}) {
-        const std::vector<int64_t> out = {1, m, n};
-        for (std::optional<std::vector<int64_t>> r :
-             {std::optional<std::vector<int64_t>>{}, std::optional(out), std::optional(std::vector<int64_t>{n})}) {
-          std::vector<std::optional<Operand>> ins = {Operand{rand({1, m, k}, seed++)},
-                                                     Operand{rand({k, n}, seed++), true}, Operand{rand({n}, seed++), true}};
-          if (r) ins.push_back(Operand{rand(*r, seed++)});
-          std::vector<Attribute> attrs;
-          if (*act) attrs.push_back(Attribute::make_string("activation", act));
-          check({"MatMulBias", "octet", ins, attrs, k},
-                std::string("MatMulBias '") + act + "' " + dims_label({1, m, k}, k, n) + " residual " +
-                    (r ? shape_str(*r) : "none"));
-        }
-      }
-}
-
-std::vector<Attribute> gemm_attrs(float alpha, float beta, bool tb) {
-  return {Attribute::make_float("alpha", alpha), Attribute::make_float("beta", beta),
-          Attribute::make_int("transA", 0), Attribute::make_int("transB", tb ? 1 : 0)};
+  for (const testing::mm::PackedCase& c : testing::mm::epilogue_cases({7, 257}))
+    check({c.op, c.domain, c.ins, c.attrs, c.k, c.taken}, c.label);
 }
 
 TEST(CpuMatMulPanelGemm, GemmBiasRowAndFullC) {
-  const int64_t m = 20, k = 71, n = 97;
-  for (bool tb : {false, true}) {
-    const Tensor b = rand(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 2);
-    for (std::vector<int64_t> c : {std::vector<int64_t>{}, {n}, {1, n}, {m, n}, {m, 1}}) {
-      std::vector<std::optional<Operand>> ins = {Operand{rand({m, k}, 1)}, Operand{b, true}};
-      if (!c.empty()) ins.push_back(Operand{rand(c, 3), true});
-      // C repeated over columns: left to oneDNN.
-      const bool panel_gemm = c != std::vector<int64_t>{m, 1};
-      check({"Gemm", "", ins, gemm_attrs(1.0f, 1.0f, tb), k, panel_gemm},
-            "Gemm transB " + std::to_string(tb) + " C " + shape_str(c));
-    }
-    // alpha and a scaled C: oneDNN's output scale.
-    check({"Gemm", "", {Operand{rand({m, k}, 1)}, Operand{b, true}, Operand{rand({n}, 3), true}},
-           gemm_attrs(0.5f, 2.0f, tb), k, false},
-          "Gemm alpha 0.5 beta 2 transB " + std::to_string(tb));
-  }
+  for (const testing::mm::PackedCase& c : testing::mm::gemm_c_cases(20))
+    check({c.op, c.domain, c.ins, c.attrs, c.k, c.taken}, c.label);
 }
 
 // octet.MatMulBias writing Y's columns as `split` parts (the merged Q/K/V projection).

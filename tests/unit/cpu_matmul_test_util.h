@@ -135,6 +135,75 @@ struct DirectKernel {
   }
 };
 
+inline std::string shape_str(const std::vector<int64_t>& s) { return shape_to_string(s); }
+// "[m,k]x[k,n]": a product's label in failure messages.
+inline std::string dims_label(const std::vector<int64_t>& a, int64_t k, int64_t n) {
+  return shape_str(a) + "x[" + std::to_string(k) + "," + std::to_string(n) + "]";
+}
+
+// A one-node case for the kernels on oneDNN's packed panels (the decode GEMV, the panel
+// GEMM): what to run, and whether the kernel under test should take it.
+struct PackedCase {
+  std::string op, domain;
+  std::vector<std::optional<Operand>> ins;
+  std::vector<Attribute> attrs;
+  int64_t k = 0;
+  bool taken = true;
+  std::string label;
+};
+
+// octet.MatMulBias with m rows of A for each m in `rows`: no activation and both GeLUs, each
+// with no residual, one of Y's shape and one row repeated; K and N off the 16-row and
+// 64-column blocks.
+inline std::vector<PackedCase> epilogue_cases(const std::vector<int64_t>& rows) {
+  std::vector<PackedCase> out;
+  uint64_t seed = 100;
+  for (const char* act : {"", "gelu", "gelu_tanh"})
+    for (int64_t m : rows)
+      for (auto [k, n] : {std::pair<int64_t, int64_t>{33, 65}, {200, 130}}) {
+        const std::vector<int64_t> y = {1, m, n};
+        for (std::optional<std::vector<int64_t>> r :
+             {std::optional<std::vector<int64_t>>{}, std::optional(y), std::optional(std::vector<int64_t>{n})}) {
+          PackedCase c;
+          c.op = "MatMulBias", c.domain = "octet", c.k = k;
+          c.ins = {Operand{rand({1, m, k}, seed++)}, Operand{rand({k, n}, seed++), true}, Operand{rand({n}, seed++), true}};
+          if (r) c.ins.push_back(Operand{rand(*r, seed++)});
+          if (*act) c.attrs.push_back(Attribute::make_string("activation", act));
+          c.label = std::string("MatMulBias '") + act + "' " + dims_label({1, m, k}, k, n) + " residual " +
+                    (r ? shape_str(*r) : "none");
+          out.push_back(std::move(c));
+        }
+      }
+  return out;
+}
+
+// Gemm with m rows of A and B transposed or not: no C, a bias row ([N] or [1, N]) and a C of
+// Y's shape are taken; a C repeated over columns and alpha / beta != 1 (oneDNN's output
+// scale) are not.
+inline std::vector<PackedCase> gemm_c_cases(int64_t m) {
+  const int64_t k = 71, n = 97;
+  auto attrs = [](float alpha, float beta, bool tb) {
+    return std::vector<Attribute>{Attribute::make_float("alpha", alpha), Attribute::make_float("beta", beta),
+                                  Attribute::make_int("transA", 0), Attribute::make_int("transB", tb ? 1 : 0)};
+  };
+  std::vector<PackedCase> out;
+  for (bool tb : {false, true}) {
+    const Tensor b = rand(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 2);
+    for (std::vector<int64_t> c : {std::vector<int64_t>{}, {n}, {1, n}, {m, n}, {m, 1}}) {
+      PackedCase g;
+      g.op = "Gemm", g.attrs = attrs(1.0f, 1.0f, tb), g.k = k;
+      g.ins = {Operand{rand({m, k}, 1)}, Operand{b, true}};
+      if (!c.empty()) g.ins.push_back(Operand{rand(c, 3), true});
+      g.taken = c != std::vector<int64_t>{m, 1};
+      g.label = "Gemm transB " + std::to_string(tb) + " C " + shape_str(c);
+      out.push_back(std::move(g));
+    }
+    out.push_back({"Gemm", "", {Operand{rand({m, k}, 1)}, Operand{b, true}, Operand{rand({n}, 3), true}},
+                   attrs(0.5f, 2.0f, tb), k, false, "Gemm alpha 0.5 beta 2 transB " + std::to_string(tb)});
+  }
+  return out;
+}
+
 // The panel GEMM (dnnl_matmul_panel_gemm.cpp) switched off while in scope: tests of what
 // oneDNN's matmul does at shapes the panel GEMM would otherwise take.
 struct PanelGemmOff {
@@ -143,8 +212,6 @@ struct PanelGemmOff {
   PanelGemmOff(const PanelGemmOff&) = delete;
   PanelGemmOff& operator=(const PanelGemmOff&) = delete;
 };
-
-inline std::string shape_str(const std::vector<int64_t>& s) { return shape_to_string(s); }
 
 // Two threads run `fast` on `inputs` for `rounds` rounds, walking the shapes in opposite
 // orders so they create and reuse cached primitives concurrently; each thread's last

@@ -133,9 +133,14 @@ class MatMulState : public KernelState {
   mutable std::atomic<int64_t> reference_runs_{0};
 };
 
+// Whether octet's own kernels on the packed panels can run `p` (dnnl_matmul_gemv.cpp): B
+// packed as the GEMV's panels and AVX-512 active, a 2-D row-major A, alpha 1, a bias row
+// and a residual of one row or of Y's shape (added unscaled); the row count is theirs to check.
+bool packed_product_fits(const MatMulState& s, const MatMulProblem& p);
+
 // The float32 decode GEMV (dnnl_matmul_gemv.cpp). gemv_panel_rows: K_pad when `md` is a
 // layout f32_gemv.h reads (64-column panels of contiguous rows), else 0. gemv_applies:
-// whether `p` runs there (few rows of A, a bias or residual it can add, AVX-512 active);
+// whether `p` runs there (packed_product_fits, at most kF32GemvMaxRows rows of A);
 // run_gemv writes Y's columns into `parts` (the outputs, allocated by the caller).
 int64_t gemv_panel_rows(const dnnl::memory::desc& md);
 // Whether gemv_applies() may say yes: on unless OCTET_F32_GEMV=0 (read once); the setter
@@ -153,8 +158,8 @@ struct GemvPart {
 void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, const std::vector<GemvPart>& parts);
 
 // The float32 panel GEMM (dnnl_matmul_panel_gemm.cpp). panel_gemm_applies: whether `p`
-// runs there (a constant B in the GEMV's panels, more rows than the GEMV takes, an epilogue
-// it can run, `split` parts starting on panel boundaries, AVX-512 active); run_panel_gemm
+// runs there (packed_product_fits, more rows than the GEMV takes, `split` parts starting on
+// panel boundaries); run_panel_gemm
 // writes Y's columns into `parts` as run_gemv does. The switch (OCTET_F32_PANEL_GEMM=0
 // turns it off, read once; the setter is for A/B tests and benchmarks) takes effect on the
 // next run.

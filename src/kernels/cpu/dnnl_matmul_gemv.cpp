@@ -69,10 +69,9 @@ int64_t gemv_panel_rows(const dnnl::memory::desc& md) {
   return 0;
 }
 
-bool gemv_applies(const MatMulState& s, const MatMulProblem& p) {
-  if (!s.gemv_panels() || !f32_gemv_enabled() || active_isa() < IsaLevel::Avx512) return false;
-  if (p.src.size() != 2 || !p.src_strides.empty() || p.wei != s.packed_dims()) return false;
-  if (p.src[0] > cpu::kF32GemvMaxRows || s.spec().alpha != 1.0f) return false;
+bool packed_product_fits(const MatMulState& s, const MatMulProblem& p) {
+  if (!s.gemv_panels() || active_isa() < IsaLevel::Avx512) return false;
+  if (p.src.size() != 2 || !p.src_strides.empty() || p.wei != s.packed_dims() || s.spec().alpha != 1.0f) return false;
   const int64_t m = p.src[0], n = p.wei[1];
   if (!p.bias.empty() && p.bias.back() != n) return false;
   if (!p.addend.empty()) {
@@ -80,6 +79,10 @@ bool gemv_applies(const MatMulState& s, const MatMulProblem& p) {
     if (p.addend[0] != 1 && p.addend[0] != m) return false;
   }
   return true;
+}
+
+bool gemv_applies(const MatMulState& s, const MatMulProblem& p) {
+  return f32_gemv_enabled() && packed_product_fits(s, p) && p.src[0] <= cpu::kF32GemvMaxRows;
 }
 
 void run_gemv(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p, const std::vector<GemvPart>& parts) {

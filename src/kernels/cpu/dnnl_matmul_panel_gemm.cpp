@@ -15,7 +15,6 @@
 #include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/simd/f32_panel_gemm.h"
 #include "kernels/cpu/vec_ops.h"
-#include "kernels/dispatch/cpu_features.h"
 
 namespace octet::dnnl_cpu {
 namespace {
@@ -72,16 +71,8 @@ void set_f32_panel_gemm_enabled(bool on) { panel_gemm_switch().store(on, std::me
 bool f32_panel_gemm_enabled() { return panel_gemm_switch().load(std::memory_order_relaxed); }
 
 bool panel_gemm_applies(const MatMulState& s, const MatMulProblem& p) {
-  if (!s.gemv_panels() || !f32_panel_gemm_enabled() || active_isa() < IsaLevel::Avx512) return false;
-  if (p.src.size() != 2 || !p.src_strides.empty() || p.wei != s.packed_dims()) return false;
-  if (p.src[0] <= cpu::kF32GemvMaxRows || s.spec().alpha != 1.0f || !parts_aligned(s.spec().split)) return false;
-  const int64_t m = p.src[0], n = p.wei[1];
-  if (!p.bias.empty() && p.bias.back() != n) return false;
-  if (!p.addend.empty()) {
-    if (p.addend_scale != 1.0f || p.addend.size() != 2 || p.addend[1] != n) return false;
-    if (p.addend[0] != 1 && p.addend[0] != m) return false;
-  }
-  return true;
+  return f32_panel_gemm_enabled() && packed_product_fits(s, p) && p.src[0] > cpu::kF32GemvMaxRows &&
+         parts_aligned(s.spec().split);
 }
 
 void run_panel_gemm(const KernelContext& ctx, const MatMulState& s, const MatMulProblem& p,

@@ -2,10 +2,15 @@
 //
 // state_ holds (generation << 32 | next unit), a unit being `chunk` items. A thread claims
 // units [i, i + c) of generation g by a compare-and-swap from (g, i) to (g, i + c); the
-// job's fields are read between its load of state_ and that CAS. The caller writes the
-// fields of job g + 1 only after job g's units were all claimed (which changed state_) and
-// run, so a CAS that succeeds proves the fields it read were job g's; a helper that read a
-// newer job's fields fails its CAS.
+// job's fields are read between its load of state_ and that CAS. Before the caller writes
+// the fields of job g + 1 it moves state_ to (g + 1, kSettingUp), a value no claim starts
+// from, and publishes (g + 1, 0) after them; so a CAS that succeeds proves the fields it
+// read were job g's: a helper that read some of job g + 1's fields fails its CAS. (Without
+// that step a helper could load job g's final state (g, units_g), read job g + 1's larger
+// unit count, and claim from (g, units_g) before the publication: it ran units of job g + 1
+// that job g + 1 ran again, and its count let the caller return while it still wrote into
+// the caller's memory; tests/unit/cpu_work_sharing_test.cpp saw items run twice in ~0.3% of
+// back-to-back jobs.)
 //
 // Claims are guided: c = ceil(remaining units / threads). Why not one unit per claim: each
 // claim is a CAS on a cache line the other core also reads (a transfer between cores, far
@@ -34,6 +39,14 @@ namespace {
 
 constexpr int kMaxHelpers = 63;
 constexpr int64_t kMaxUnits = int64_t{1} << 31;  // a job's units, in state_'s low 32 bits with room for a claim
+// state_'s low word while the caller writes a job's fields: above any unit index, so no
+// claim starts from it, and helpers wait for the generation's publication.
+constexpr uint64_t kSettingUp = 0xffffffffu;
+
+// The newest generation whose fields are complete.
+uint64_t published_generation(uint64_t state) {
+  return (state & 0xffffffffu) == kSettingUp ? (state >> 32) - 1 : state >> 32;
+}
 // How long an idle helper spins before it sleeps: a decode step's GEMVs come every
 // 10-50 us, and a sleeping helper costs its caller a wake-up system call.
 // Measured on SmolLM2's int4 decode step under load 5-6 (2 threads): 0, 20 and 50 us
@@ -70,14 +83,18 @@ class WorkPool {
     if (threads <= 1 || chunks <= 1 || !job_lock.owns_lock()) return fn(context, 0, count);
     threads = std::min(threads, kMaxHelpers + 1);
     start_helpers(threads - 1);
-    fn_.store(fn, std::memory_order_relaxed);
-    context_.store(context, std::memory_order_relaxed);
-    count_.store(count, std::memory_order_relaxed);
-    chunk_.store(chunk, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
-    wanted_.store(threads - 1, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
+    // Closed to claims before any field changes (see the top of the file). The fields are
+    // written with release and read with acquire: a helper that sees a new field then also
+    // sees this state in its CAS.
     const uint64_t generation = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+    state_.exchange(generation << 32 | kSettingUp, std::memory_order_acq_rel);
+    fn_.store(fn, std::memory_order_release);
+    context_.store(context, std::memory_order_release);
+    count_.store(count, std::memory_order_release);
+    chunk_.store(chunk, std::memory_order_release);
+    chunks_.store(chunks, std::memory_order_release);
+    wanted_.store(threads - 1, std::memory_order_release);
+    done_.store(0, std::memory_order_relaxed);
     state_.store(generation << 32, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(sleep_mutex_);
@@ -95,10 +112,11 @@ class WorkPool {
       uint64_t s = state_.load(std::memory_order_acquire);
       if (s >> 32 != generation) return ran;
       const int64_t i = static_cast<int64_t>(s & 0xffffffffu);
-      const int64_t chunks = chunks_.load(std::memory_order_relaxed), threads = wanted_.load(std::memory_order_relaxed) + 1;
-      const int64_t count = count_.load(std::memory_order_relaxed), chunk = chunk_.load(std::memory_order_relaxed);
-      const WorkChunkFn fn = fn_.load(std::memory_order_relaxed);
-      void* context = context_.load(std::memory_order_relaxed);
+      const int64_t chunks = chunks_.load(std::memory_order_acquire);
+      const int64_t threads = wanted_.load(std::memory_order_acquire) + 1;
+      const int64_t count = count_.load(std::memory_order_acquire), chunk = chunk_.load(std::memory_order_acquire);
+      const WorkChunkFn fn = fn_.load(std::memory_order_acquire);
+      void* context = context_.load(std::memory_order_acquire);
       if (i >= chunks) return ran;
       const int64_t claim = (chunks - i + threads - 1) / threads;  // guided: see the top of the file
       if (!state_.compare_exchange_weak(s, s + static_cast<uint64_t>(claim), std::memory_order_acq_rel)) continue;
@@ -110,7 +128,7 @@ class WorkPool {
   void helper(int index) {
     uint64_t seen = 0;
     for (;;) {
-      uint64_t generation = state_.load(std::memory_order_acquire) >> 32;
+      uint64_t generation = published_generation(state_.load(std::memory_order_acquire));
       if (generation == seen) {
         const auto idle = std::chrono::steady_clock::now();
         const auto polite = idle + kSpin, sleep = idle + polite_spin();
@@ -122,13 +140,13 @@ class WorkPool {
             if (now > sleep) {
               std::unique_lock<std::mutex> lock(sleep_mutex_);
               sleepers_.fetch_add(1, std::memory_order_seq_cst);
-              wake_.wait(lock, [&] { return state_.load(std::memory_order_seq_cst) >> 32 != seen; });
+              wake_.wait(lock, [&] { return published_generation(state_.load(std::memory_order_seq_cst)) != seen; });
               sleepers_.fetch_sub(1, std::memory_order_relaxed);
             } else if (now > polite) {
               sched_yield();
             }
           }
-          generation = state_.load(std::memory_order_acquire) >> 32;
+          generation = published_generation(state_.load(std::memory_order_acquire));
         }
       }
       seen = generation;

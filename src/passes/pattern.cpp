@@ -160,6 +160,19 @@ Value* as_1d_vector(GraphPatch& patch, Value* v) {
   return patch.add_initializer(v->name() + "_1d", Tensor(t->dtype(), {t->numel()}, t->buffer()));
 }
 
+std::optional<ChannelFactorMul> channel_factor_mul(const Node* mul, std::optional<int64_t> n) {
+  if (!is_op(mul, "Mul") || mul->inputs().size() != 2) return std::nullopt;
+  for (size_t slot = 0; slot < 2; ++slot) {
+    Value* c = mul->input(slot);
+    Value* x = mul->input(1 - slot);
+    const Tensor* factor = last_axis_vector(c, n);
+    if (!factor || factor->dtype() != DType::Float32) continue;
+    if (!x || constant_value(x) || x->type.dtype != DType::Float32) continue;
+    return ChannelFactorMul{x, c};
+  }
+  return std::nullopt;
+}
+
 Tensor int64s(const std::vector<int64_t>& values) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
 }

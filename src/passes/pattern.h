@@ -53,6 +53,14 @@ const Tensor* last_axis_vector(const Value* v, std::optional<int64_t> n = std::n
 // Such a vector as a 1-D value, what the fused ops take: `v` itself when it is 1-D, else
 // a new [N] initializer named after it (the original may be read elsewhere).
 Value* as_1d_vector(GraphPatch& patch, Value* v);
+// A Mul of a non-constant float32 x by a float32 constant c along the last axis
+// (last_axis_vector, n values when given), in either order: SmoothQuant's per-channel
+// factor on a linear layer's input. Its operands, or nullopt.
+struct ChannelFactorMul {
+  Value* x = nullptr;
+  Value* c = nullptr;
+};
+std::optional<ChannelFactorMul> channel_factor_mul(const Node* mul, std::optional<int64_t> n = std::nullopt);
 
 // The node that produces `v` when it is the ai.onnx op `op_type`; nullptr otherwise.
 Node* producer(const Value* v, const char* op_type);

@@ -25,12 +25,6 @@ namespace {
 
 enum : size_t { kChannelScale = 8 };
 
-// c as a float per-channel factor of K values along the last axis, or nullptr.
-const Tensor* channel_factor(const Value* c) {
-  const Tensor* t = last_axis_vector(c);
-  return t && t->dtype() == DType::Float32 ? t : nullptr;
-}
-
 // A QMatMul that can take the factor: float A read once, no a_channel_scale, B [k, N].
 bool takes_channel_scale(const Node* q, const Value* a, int64_t k) {
   if (q->domain() != "octet" || q->op_type() != "QMatMul" || input_or_null(q, kChannelScale)) return false;
@@ -43,42 +37,35 @@ bool takes_channel_scale(const Node* q, const Value* a, int64_t k) {
 
 // Folds `mul` into its readers; the nodes it removed (the readers and the Mul), or none.
 std::vector<Node*> fold(Graph& g, PassContext& ctx, Node* mul) {
-  if (mul->inputs().size() != 2) return {};
+  auto operands = channel_factor_mul(mul);
   Value* y = mul->output(0);
-  if (!y || y->is_graph_output() || read_by_subgraph(y) || y->uses().empty()) return {};
-  for (size_t slot = 0; slot < 2; ++slot) {
-    Value* c = mul->input(slot);
-    Value* x = mul->input(1 - slot);
-    const Tensor* factor = channel_factor(c);
-    if (!factor || !x || constant_value(x) || x->type.dtype != DType::Float32) continue;
-    // x must already have Mul's output shape: the factor broadcasts along the last axis only.
-    if (!x->type.dims || !y->type.dims || *x->type.dims != *y->type.dims) continue;
-    const int64_t k = factor->numel();
-    bool all = true;
-    for (const Use& u : y->uses()) all = all && !u.implicit && u.index == 0 && takes_channel_scale(u.node, y, k);
-    if (!all) continue;
-    GraphPatch patch = make_patch(g);
-    Value* scale = as_1d_vector(patch, c);
-    std::vector<Node*> readers;
-    for (const Use& u : y->uses()) readers.push_back(u.node);
-    for (Node* q : readers) {
-      std::vector<Value*> inputs = q->inputs();
-      if (inputs.size() <= kChannelScale) inputs.resize(kChannelScale + 1, nullptr);
-      inputs[0] = x;
-      inputs[kChannelScale] = scale;
-      Node* folded = patch.add_node("QMatMul", inputs, q->outputs().size(), q->attributes(), "octet",
-                                    q->name() + "_smoothed");
-      for (size_t i = 0; i < q->outputs().size(); ++i)
-        if (q->output(i)) patch.replace_uses(q->output(i), folded->output(i));
-      patch.remove_node(q);
-    }
-    patch.remove_node(mul);
-    if (!ctx.apply(patch)) return {};
-    ctx.count("Mul -> QMatMul a_channel_scale");
-    readers.push_back(mul);
-    return readers;
+  if (!operands || !y || y->is_graph_output() || read_by_subgraph(y) || y->uses().empty()) return {};
+  Value* x = operands->x;
+  // x must already have Mul's output shape: the factor broadcasts along the last axis only.
+  if (!x->type.dims || !y->type.dims || *x->type.dims != *y->type.dims) return {};
+  const int64_t k = constant_value(operands->c)->numel();
+  for (const Use& u : y->uses())
+    if (u.implicit || u.index != 0 || !takes_channel_scale(u.node, y, k)) return {};
+  GraphPatch patch = make_patch(g);
+  Value* scale = as_1d_vector(patch, operands->c);
+  std::vector<Node*> readers;
+  for (const Use& u : y->uses()) readers.push_back(u.node);
+  for (Node* q : readers) {
+    std::vector<Value*> inputs = q->inputs();
+    if (inputs.size() <= kChannelScale) inputs.resize(kChannelScale + 1, nullptr);
+    inputs[0] = x;
+    inputs[kChannelScale] = scale;
+    Node* folded = patch.add_node("QMatMul", inputs, q->outputs().size(), q->attributes(), "octet",
+                                  q->name() + "_smoothed");
+    for (size_t i = 0; i < q->outputs().size(); ++i)
+      if (q->output(i)) patch.replace_uses(q->output(i), folded->output(i));
+    patch.remove_node(q);
   }
-  return {};
+  patch.remove_node(mul);
+  if (!ctx.apply(patch)) return {};
+  ctx.count("Mul -> QMatMul a_channel_scale");
+  readers.push_back(mul);
+  return readers;
 }
 
 bool run(Graph& g, PassContext& ctx) {

@@ -45,8 +45,8 @@ bool match(Node* matmul, Match& m) {
 
 bool apply(Graph& g, PassContext& ctx, const Match& m) {
   GraphPatch patch = make_patch(g);
-  Node* fused = patch.add_node("MatMulBias", {m.matmul->input(0), m.matmul->input(1), as_1d_vector(patch, m.bias)}, 1, {}, "octet",
-                               m.matmul->name() + "_bias");
+  Node* fused = patch.add_node("MatMulBias", {m.matmul->input(0), m.matmul->input(1), as_1d_vector(patch, m.bias)}, 1,
+                               {}, "octet", m.matmul->name() + "_bias");
   patch.replace_uses(m.add->output(0), fused->output(0));
   patch.remove_node(m.matmul);
   patch.remove_node(m.add);

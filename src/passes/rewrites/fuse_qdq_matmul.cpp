@@ -77,19 +77,15 @@ Value* bias_of(Value* v, int64_t n) {
 // Mul(x0, c) with c a float constant of K values along the last axis, read only by
 // QuantizeLinear nodes: returns c and sets *x0.
 Value* smoothing_mul(const Value* x, int64_t k, Value** x0) {
-  Node* mul = producer(x, "Mul");
-  if (!mul || mul->inputs().size() != 2 || x->is_graph_output()) return nullptr;
+  if (x->is_graph_output()) return nullptr;
   for (const Use& u : x->uses())
     if (!is_op(u.node, "QuantizeLinear")) return nullptr;
-  for (size_t slot = 0; slot < 2; ++slot) {
-    Value* c = mul->input(slot);
-    Value* other = mul->input(1 - slot);
-    if (!bias_of(c, k) || constant_value(other) || other->type.dtype != DType::Float32) continue;
-    if (!other->type.dims || other->type.dims->size() < static_cast<size_t>(constant_value(c)->rank())) continue;
-    *x0 = other;
-    return c;
-  }
-  return nullptr;
+  auto mul = channel_factor_mul(producer(x, "Mul"), k);
+  if (!mul) return nullptr;
+  const DimVector* dims = mul->x->type.dims ? &*mul->x->type.dims : nullptr;
+  if (!dims || dims->size() < static_cast<size_t>(constant_value(mul->c)->rank())) return nullptr;
+  *x0 = mul->x;
+  return mul->c;
 }
 
 bool match(Node* node, Match& m) {

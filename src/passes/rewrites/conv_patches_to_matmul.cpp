@@ -108,8 +108,8 @@ bool is_transpose(const Node* t, const std::vector<int64_t>& perm) {
 std::optional<FakeQuant> output_fake_quant(const Value* y) {
   const Node* q = sole_consumer(y);
   if (!is_op(q, "QuantizeLinear") || q->input(0) != y) return std::nullopt;
-  const Node* dq = sole_consumer(q->output(0));
-  if (!dq || q->output(0)->is_graph_output()) return std::nullopt;
+  const Node* dq = sole_consumer(q->output(0));  // none when Q's output is a graph output
+  if (!dq) return std::nullopt;
   auto fq = fake_quant_of(dq->output(0));
   if (!fq || fq->x != y) return std::nullopt;
   return fq;
